@@ -1,0 +1,90 @@
+// Types of the raw native module (build/Release/cuda_kernels.node or a prebuild), exactly what
+// native/ exports. Only lib/native.ts loads it; everything else goes through lib/.
+
+/** Opaque handle to device memory (a type-tagged N-API External). */
+export interface BufferHandle {
+  readonly __brand: 'cuda-kernels.buffer';
+}
+
+/** Opaque handle to a pair of CUDA events. */
+export interface TimerHandle {
+  readonly __brand: 'cuda-kernels.timer';
+}
+
+/** Element type codes: 0 float32, 1 float64, 2 int32, 3 uint32. */
+export type DtypeCode = 0 | 1 | 2 | 3;
+
+export type HostArray = Float32Array | Float64Array | Int32Array | Uint32Array;
+
+export interface NativeRuntimeInfo {
+  runtimeVersion: number;
+  driverVersion: number;
+  deviceCount: number;
+  noDeviceCode: string | null;
+  noDeviceReason: string | null;
+}
+
+export interface NativeDeviceProperties {
+  index: number;
+  name: string;
+  computeCapability: string;
+  major: number;
+  minor: number;
+  smCount: number;
+  totalGlobalMem: number;
+  totalConstMem: number;
+  sharedMemPerBlock: number;
+  sharedMemPerBlockOptin: number;
+  sharedMemPerMultiprocessor: number;
+  regsPerBlock: number;
+  regsPerMultiprocessor: number;
+  warpSize: number;
+  maxThreadsPerBlock: number;
+  maxThreadsPerMultiProcessor: number;
+  maxBlocksPerMultiProcessor: number;
+  maxBlockDim: [number, number, number];
+  maxGridDim: [number, number, number];
+  clockRateKHz: number;
+  memoryClockRateKHz: number;
+  memoryBusWidth: number;
+  l2CacheSize: number;
+  asyncEngineCount: number;
+  concurrentKernels: boolean;
+  eccEnabled: boolean;
+  unifiedAddressing: boolean;
+  pciBusId: number;
+  peers: number[];
+}
+
+export interface NativeCublasInfo {
+  available: boolean;
+  path?: string;
+  version?: string;
+  code?: string;
+  reason?: string;
+}
+
+export interface NativeBinding {
+  setErrorClass(ctor: new (message: string, code: string, call: string) => Error): void;
+
+  runtimeInfo(): NativeRuntimeInfo;
+  deviceCount(): number;
+  deviceProperties(device: number): NativeDeviceProperties;
+  memoryInfo(device: number): { free: number; total: number };
+  synchronize(device: number): void;
+
+  alloc(device: number, dtype: DtypeCode, length: number): BufferHandle;
+  free(array: BufferHandle): void;
+  upload(array: BufferHandle, source: HostArray): void;
+  download(array: BufferHandle, target: HostArray): void;
+  downloadAsync<T extends HostArray>(array: BufferHandle, target: T): Promise<T>;
+  fill(array: BufferHandle, value: number): void;
+  copy(dst: BufferHandle, src: BufferHandle, dstOffset: number, srcOffset: number, count: number): void;
+
+  timerCreate(device: number): TimerHandle;
+  timerRecord(timer: TimerHandle, which: 0 | 1): void;
+  timerElapsed(timer: TimerHandle): number;
+
+  cublasInfo(): NativeCublasInfo;
+  cublasLoad(): string;
+}

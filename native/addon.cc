@@ -1,0 +1,24 @@
+// Module init: each part registers its functions; nothing else lives here.
+#include <napi.h>
+
+#include "core/addon_data.h"
+#include "core/errors.h"
+
+namespace ck {
+void registerDevices(Napi::Env env, Napi::Object exports);
+void registerBuffers(Napi::Env env, Napi::Object exports);
+void registerEvents(Napi::Env env, Napi::Object exports);
+void registerCublas(Napi::Env env, Napi::Object exports);
+}  // namespace ck
+
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  env.SetInstanceData(new ck::AddonData());
+  ck::registerErrors(env, exports);
+  ck::registerDevices(env, exports);
+  ck::registerBuffers(env, exports);
+  ck::registerEvents(env, exports);
+  ck::registerCublas(env, exports);
+  return exports;
+}
+
+NODE_API_MODULE(cuda_kernels, Init)

@@ -1,0 +1,280 @@
+#include "buffer.h"
+
+#include <string>
+
+#include "args.h"
+#include "device.h"
+#include "errors.h"
+#include "fill.h"
+
+namespace ck {
+
+// Distinguishes our handles from any other External, so a foreign object can never be read as a
+// device pointer.
+static const napi_type_tag kBufferTag = {0x6375646b65726e6cULL, 0x2e62756666657231ULL};
+
+static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError) {
+  if (b.released) return;
+  b.released = true;
+  if (b.ptr == nullptr) return;
+  cudaError_t err = cudaSetDevice(b.device);
+  if (err == cudaSuccess) err = cudaFree(b.ptr);
+  b.ptr = nullptr;
+  Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(b.bytes));
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (throwOnError) throw CudaFailure(err, "cudaFree");
+  }
+}
+
+Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length) {
+  useDevice(device);
+  const size_t elem = dtypeSize(dtype);
+  if (length > SIZE_MAX / elem) {
+    throw CudaFailure("cudaErrorMemoryAllocation", "cudaMalloc",
+                      "cannot allocate " + std::to_string(length) + " elements: size overflows");
+  }
+  auto* b = new DeviceBuffer();
+  b->length = length;
+  b->bytes = length * elem;
+  b->dtype = dtype;
+  b->device = device;
+  if (b->bytes > 0) {
+    cudaError_t err = cudaMalloc(&b->ptr, b->bytes);
+    if (err != cudaSuccess) {
+      delete b;
+      cudaGetLastError();
+      throw CudaFailure(err, "cudaMalloc(" + std::to_string(length * elem) + " bytes)");
+    }
+    Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(length * elem));
+  }
+  auto handle = Napi::External<DeviceBuffer>::New(env, b, [](Napi::Env e, DeviceBuffer* buf) {
+    // Safety net for arrays the user never freed; errors cannot be reported from here.
+    releaseMemory(e, *buf, false);
+    delete buf;
+  });
+  handle.TypeTag(&kBufferTag);
+  return handle;
+}
+
+static DeviceBuffer& unwrapAny(Napi::Value value, const char* name) {
+  Napi::Env env = value.Env();
+  if (!value.IsExternal() || !value.As<Napi::External<DeviceBuffer>>().CheckTypeTag(&kBufferTag)) {
+    throw Napi::TypeError::New(env, std::string(name) + " must be a device buffer handle");
+  }
+  return *value.As<Napi::External<DeviceBuffer>>().Data();
+}
+
+DeviceBuffer& unwrapBuffer(Napi::Value value, const char* name) {
+  DeviceBuffer& b = unwrapAny(value, name);
+  if (b.freed) throw Napi::TypeError::New(value.Env(), std::string(name) + " has been freed");
+  return b;
+}
+
+static napi_typedarray_type typedArrayTypeOf(Dtype d) {
+  switch (d) {
+    case Dtype::Float32: return napi_float32_array;
+    case Dtype::Float64: return napi_float64_array;
+    case Dtype::Int32: return napi_int32_array;
+    case Dtype::Uint32: return napi_uint32_array;
+  }
+  return napi_int8_array;
+}
+
+// The host memory of a typed array that must match `b` exactly in element type and length.
+static void* hostView(const Napi::Value& value, const DeviceBuffer& b, const char* name) {
+  Napi::Env env = value.Env();
+  if (!value.IsTypedArray()) throw Napi::TypeError::New(env, std::string(name) + " must be a typed array");
+  auto ta = value.As<Napi::TypedArray>();
+  if (ta.TypedArrayType() != typedArrayTypeOf(b.dtype)) {
+    throw Napi::TypeError::New(env, std::string(name) + " must hold " + dtypeName(b.dtype) + " elements");
+  }
+  if (ta.ElementLength() != b.length) {
+    throw Napi::RangeError::New(env, std::string(name) + " has " + std::to_string(ta.ElementLength()) +
+                                         " elements, the device array " + std::to_string(b.length));
+  }
+  return static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+}
+
+// alloc(device, dtype, length) -> handle
+static Napi::Value alloc(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int device = intArg(info, 0, "device");
+  int dtype = intArg(info, 1, "dtype");
+  if (dtype < 0 || dtype >= kDtypeCount) throw Napi::RangeError::New(env, "dtype code out of range");
+  int64_t length = countArg(info, 2, "length");
+  return guard(env, [&] { return newBuffer(env, device, static_cast<Dtype>(dtype), static_cast<size_t>(length)); });
+}
+
+// free(handle): idempotent. Memory still being copied by toHost() is released when that finishes.
+static Napi::Value freeBuffer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapAny(info[0], "array");
+  if (!b.freed) {
+    b.freed = true;
+    if (b.pending == 0) guard(env, [&] { releaseMemory(env, b, true); });
+  }
+  return env.Undefined();
+}
+
+// upload(handle, typedArray): host -> device, synchronous.
+static Napi::Value upload(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  void* host = hostView(info[1], b, "source");
+  guard(env, [&] {
+    if (b.bytes == 0) return;
+    cudaStream_t s = libraryStream(b.device);
+    CK_CUDA(cudaMemcpyAsync(b.ptr, host, b.bytes, cudaMemcpyHostToDevice, s));
+    // The JS memory may move or be collected once we return: wait until the copy has read it.
+    CK_CUDA(cudaStreamSynchronize(s));
+  });
+  return env.Undefined();
+}
+
+// download(handle, typedArray): device -> host, synchronous (after all queued work on the array).
+static Napi::Value download(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  void* host = hostView(info[1], b, "target");
+  guard(env, [&] {
+    if (b.bytes == 0) return;
+    cudaStream_t s = libraryStream(b.device);
+    CK_CUDA(cudaMemcpyAsync(host, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+  });
+  return env.Undefined();
+}
+
+// The copy and the wait run on a libuv worker thread so the event loop keeps turning.
+class DownloadWorker : public Napi::AsyncWorker {
+ public:
+  DownloadWorker(Napi::Env env, DeviceBuffer& b, Napi::Value handle, Napi::Object target, void* host,
+                 cudaStream_t stream)
+      : Napi::AsyncWorker(env, "cuda-kernels.toHost"),
+        buffer_(b),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        host_(host),
+        stream_(stream) {
+    handle_ = Napi::Persistent(handle);
+    target_ = Napi::Persistent(target);
+    buffer_.pending++;
+  }
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    err_ = cudaSetDevice(buffer_.device);
+    if (err_ != cudaSuccess) { call_ = "cudaSetDevice"; return; }
+    err_ = cudaMemcpyAsync(host_, buffer_.ptr, buffer_.bytes, cudaMemcpyDeviceToHost, stream_);
+    if (err_ != cudaSuccess) { call_ = "cudaMemcpyAsync"; return; }
+    err_ = cudaStreamSynchronize(stream_);
+    if (err_ != cudaSuccess) call_ = "cudaStreamSynchronize";
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    settleBuffer();
+    if (err_ != cudaSuccess) {
+      cudaGetLastError();
+      deferred_.Reject(makeJsError(env, CudaFailure(err_, call_)).Value());
+    } else {
+      deferred_.Resolve(target_.Value());
+    }
+  }
+
+  void OnError(const Napi::Error& e) override {
+    settleBuffer();
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  void settleBuffer() {
+    buffer_.pending--;
+    if (buffer_.freed && buffer_.pending == 0) releaseMemory(Env(), buffer_, false);
+  }
+
+  DeviceBuffer& buffer_;
+  Napi::Promise::Deferred deferred_;
+  Napi::Reference<Napi::Value> handle_;  // keeps the buffer alive until the copy is done
+  Napi::ObjectReference target_;
+  void* host_;
+  cudaStream_t stream_;
+  cudaError_t err_ = cudaSuccess;
+  std::string call_;
+};
+
+// downloadAsync(handle, typedArray) -> Promise<typedArray>
+static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  void* host = hostView(info[1], b, "target");
+  if (b.bytes == 0) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Resolve(info[1]);
+    return d.Promise();
+  }
+  cudaStream_t stream = guard(env, [&] { return libraryStream(b.device); });
+  auto* worker = new DownloadWorker(env, b, info[0], info[1].As<Napi::Object>(), host, stream);
+  Napi::Promise p = worker->promise();
+  worker->Queue();
+  return p;
+}
+
+// fill(handle, value)
+static Napi::Value fill(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  double value = numberArg(info, 1, "value");
+  guard(env, [&] {
+    cudaStream_t s = libraryStream(b.device);
+    if (value == 0) {
+      if (b.bytes > 0) CK_CUDA(cudaMemsetAsync(b.ptr, 0, b.bytes, s));
+    } else {
+      check(launchFill(b.ptr, b.dtype, b.length, value, s), "fill_kernel");
+    }
+  });
+  return env.Undefined();
+}
+
+// copy(dst, src, dstOffset, srcOffset, count): elements, same dtype; devices may differ.
+static Napi::Value copy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& dst = unwrapBuffer(info[0], "dst");
+  DeviceBuffer& src = unwrapBuffer(info[1], "src");
+  if (dst.dtype != src.dtype) throw Napi::TypeError::New(env, "dst and src must have the same dtype");
+  int64_t dOff = countArg(info, 2, "dstOffset"), sOff = countArg(info, 3, "srcOffset");
+  int64_t count = countArg(info, 4, "count");
+  if (static_cast<uint64_t>(dOff) + count > dst.length || static_cast<uint64_t>(sOff) + count > src.length) {
+    throw Napi::RangeError::New(env, "copy range exceeds an array's length");
+  }
+  guard(env, [&] {
+    if (count == 0) return;
+    const size_t elem = dtypeSize(src.dtype);
+    char* d = static_cast<char*>(dst.ptr) + dOff * elem;
+    const char* s = static_cast<const char*>(src.ptr) + sOff * elem;
+    const size_t bytes = static_cast<size_t>(count) * elem;
+    if (dst.device == src.device) {
+      CK_CUDA(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, libraryStream(src.device)));
+    } else {
+      // Across devices: order after both devices' queued work, copy, and finish before returning.
+      CK_CUDA(cudaStreamSynchronize(libraryStream(dst.device)));
+      cudaStream_t stream = libraryStream(src.device);
+      CK_CUDA(cudaMemcpyPeerAsync(d, dst.device, s, src.device, bytes, stream));
+      CK_CUDA(cudaStreamSynchronize(stream));
+    }
+  });
+  return env.Undefined();
+}
+
+void registerBuffers(Napi::Env env, Napi::Object exports) {
+  exports.Set("alloc", Napi::Function::New(env, alloc, "alloc"));
+  exports.Set("free", Napi::Function::New(env, freeBuffer, "free"));
+  exports.Set("upload", Napi::Function::New(env, upload, "upload"));
+  exports.Set("download", Napi::Function::New(env, download, "download"));
+  exports.Set("downloadAsync", Napi::Function::New(env, downloadAsync, "downloadAsync"));
+  exports.Set("fill", Napi::Function::New(env, fill, "fill"));
+  exports.Set("copy", Napi::Function::New(env, copy, "copy"));
+}
+
+}  // namespace ck

@@ -1,0 +1,158 @@
+#include "cublas.h"
+
+#include <dlfcn.h>
+#include <napi.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "device.h"
+#include "errors.h"
+
+namespace ck {
+namespace cublas {
+
+namespace {
+
+std::vector<std::string> candidates() {
+  std::vector<std::string> dirs;
+  if (const char* p = std::getenv("CUDA_PATH")) dirs.push_back(std::string(p) + "/lib64");
+  dirs.push_back("/usr/local/cuda/lib64");
+  std::vector<std::string> out;
+  for (const char* name : {"libcublas.so.13", "libcublas.so"}) {
+    for (const auto& d : dirs) out.push_back(d + "/" + name);
+    out.push_back(name);  // the dynamic loader's own search path
+  }
+  return out;
+}
+
+template <typename F>
+void bind(void* lib, F& fn, const char* symbol, const std::string& path) {
+  fn = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (fn == nullptr) {
+    throw CudaFailure("cublasSymbolNotFound", "dlsym", std::string("cuBLAS at ") + path + " lacks " + symbol);
+  }
+}
+
+struct Loaded {
+  Api api;
+  bool ok = false;
+  std::string code, message;
+};
+
+Loaded load() {
+  Loaded r;
+  std::string tried;
+  void* lib = nullptr;
+  for (const auto& path : candidates()) {
+    // cuBLAS needs cuBLASLt from its own folder; load that first so an absolute path resolves it.
+    if (path.find('/') != std::string::npos) {
+      std::string lt = path.substr(0, path.rfind('/')) + "/libcublasLt.so.13";
+      dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    }
+    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) {
+      r.api.path = path;
+      break;
+    }
+    const char* e = dlerror();
+    tried += "\n  " + (e ? std::string(e) : path);
+  }
+  if (lib == nullptr) {
+    r.code = "cublasLibraryNotFound";
+    r.message = "cuBLAS could not be loaded, so the cuBLAS methods are unavailable (the other methods work). "
+                "Install the CUDA toolkit's cuBLAS (libcublas.so.13) or set CUDA_PATH. Tried:" + tried;
+    return r;
+  }
+  try {
+    Api& a = r.api;
+    bind(lib, a.create, "cublasCreate_v2", a.path);
+    bind(lib, a.destroy, "cublasDestroy_v2", a.path);
+    bind(lib, a.setStream, "cublasSetStream_v2", a.path);
+    bind(lib, a.setMathMode, "cublasSetMathMode", a.path);
+    bind(lib, a.getProperty, "cublasGetProperty", a.path);
+    bind(lib, a.getStatusName, "cublasGetStatusName", a.path);
+    bind(lib, a.getStatusString, "cublasGetStatusString", a.path);
+    bind(lib, a.dgemm, "cublasDgemm_v2", a.path);
+    bind(lib, a.sgemm, "cublasSgemm_v2", a.path);
+    bind(lib, a.dsyrk, "cublasDsyrk_v2", a.path);
+    for (int i = 0; i < 3; ++i) a.getProperty(static_cast<LibraryProperty>(i), &a.version[i]);
+    r.ok = true;
+  } catch (const CudaFailure& f) {
+    r.code = f.code();
+    r.message = f.what();
+  }
+  return r;
+}
+
+const Loaded& loaded() {
+  static const Loaded l = load();
+  return l;
+}
+
+}  // namespace
+
+const Api& api() {
+  const Loaded& l = loaded();
+  if (!l.ok) throw CudaFailure(l.code, "dlopen(libcublas)", l.message);
+  return l.api;
+}
+
+void check(Status s, const char* call) {
+  if (s == kSuccess) return;
+  const Api& a = api();
+  throw CudaFailure(a.getStatusName(s), call, std::string(a.getStatusString(s)) + " (" + a.getStatusName(s) + " in " + call + ")");
+}
+
+Handle handle(int device) {
+  static std::mutex mutex;
+  static std::vector<Handle> handles;
+  const Api& a = api();
+  cudaStream_t stream = libraryStream(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (handles.empty()) handles.assign(static_cast<size_t>(runtimeStatus().deviceCount), nullptr);
+  Handle& h = handles[static_cast<size_t>(device)];
+  if (h == nullptr) {
+    CK_CUBLAS(a.create(&h));
+    CK_CUBLAS(a.setStream(h, stream));
+  }
+  return h;
+}
+
+}  // namespace cublas
+
+// cublasInfo() -> { available, path?, version?, code?, reason? } without throwing;
+// cublasLoad() -> version string, or throws the CudaError the cuBLAS methods would throw.
+static Napi::Value cublasInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto o = Napi::Object::New(env);
+  try {
+    const cublas::Api& a = cublas::api();
+    o.Set("available", true);
+    o.Set("path", a.path);
+    o.Set("version", std::to_string(a.version[0]) + "." + std::to_string(a.version[1]) + "." +
+                         std::to_string(a.version[2]));
+  } catch (const CudaFailure& f) {
+    o.Set("available", false);
+    o.Set("code", f.code());
+    o.Set("reason", f.what());
+  }
+  return o;
+}
+
+static Napi::Value cublasLoad(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&] {
+    const cublas::Api& a = cublas::api();
+    return Napi::String::New(env, std::to_string(a.version[0]) + "." + std::to_string(a.version[1]) + "." +
+                                      std::to_string(a.version[2]));
+  });
+}
+
+void registerCublas(Napi::Env env, Napi::Object exports) {
+  exports.Set("cublasInfo", Napi::Function::New(env, cublasInfo, "cublasInfo"));
+  exports.Set("cublasLoad", Napi::Function::New(env, cublasLoad, "cublasLoad"));
+}
+
+}  // namespace ck

@@ -1,0 +1,65 @@
+// cuBLAS, loaded at run time.
+//
+// The build machines have no cuBLAS, and users without it should still get every non-cuBLAS
+// method, so the addon never links it: these declarations mirror the few entry points we call, and
+// cublas_check.cc proves they match cublas_v2.h wherever that header exists at build time.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace ck {
+namespace cublas {
+
+enum Status : int { kSuccess = 0 };
+enum class Operation : int { N = 0, T = 1, C = 2 };
+enum class FillMode : int { Lower = 0, Upper = 1, Full = 2 };
+enum class Math : int { Default = 0, Pedantic = 2, TF32 = 3 };
+enum class LibraryProperty : int { Major = 0, Minor = 1, Patch = 2 };
+struct Context;
+using Handle = Context*;
+
+using PFN_Create = Status (*)(Handle*);
+using PFN_Destroy = Status (*)(Handle);
+using PFN_SetStream = Status (*)(Handle, cudaStream_t);
+using PFN_SetMathMode = Status (*)(Handle, Math);
+using PFN_GetProperty = Status (*)(LibraryProperty, int*);
+using PFN_GetStatusName = const char* (*)(Status);
+using PFN_GetStatusString = const char* (*)(Status);
+using PFN_Dgemm = Status (*)(Handle, Operation, Operation, int, int, int, const double*, const double*, int,
+                             const double*, int, const double*, double*, int);
+using PFN_Sgemm = Status (*)(Handle, Operation, Operation, int, int, int, const float*, const float*, int,
+                             const float*, int, const float*, float*, int);
+using PFN_Dsyrk = Status (*)(Handle, FillMode, Operation, int, int, const double*, const double*, int,
+                             const double*, double*, int);
+
+struct Api {
+  std::string path;  // the library file that was loaded
+  int version[3] = {0, 0, 0};
+  PFN_Create create = nullptr;
+  PFN_Destroy destroy = nullptr;
+  PFN_SetStream setStream = nullptr;
+  PFN_SetMathMode setMathMode = nullptr;
+  PFN_GetProperty getProperty = nullptr;
+  PFN_GetStatusName getStatusName = nullptr;
+  PFN_GetStatusString getStatusString = nullptr;
+  PFN_Dgemm dgemm = nullptr;
+  PFN_Sgemm sgemm = nullptr;
+  PFN_Dsyrk dsyrk = nullptr;
+};
+
+// The loaded library; throws CudaFailure "cublasLibraryNotFound" (naming every place tried) when
+// it cannot be loaded. Loading is attempted once per process.
+const Api& api();
+
+// The cuBLAS handle for `device`, bound to the library stream of that device (created on first use).
+Handle handle(int device);
+
+// Throws CudaFailure with the cuBLAS status name when `s` is not success.
+void check(Status s, const char* call);
+
+}  // namespace cublas
+}  // namespace ck
+
+#define CK_CUBLAS(expr) ::ck::cublas::check((expr), #expr)

@@ -1,0 +1,32 @@
+// Devices and the library's streams, shared by every family's launchers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace ck {
+
+// What the CUDA runtime said when first asked, computed once per process.
+struct RuntimeStatus {
+  int runtimeVersion = 0;  // CUDART_VERSION this binary was built with, e.g. 13000
+  int driverVersion = 0;   // highest CUDA version the installed driver supports, 0 without a driver
+  int deviceCount = 0;
+  std::string code;    // cudaGetErrorName of the failure behind deviceCount == 0, empty otherwise
+  std::string reason;  // readable explanation of deviceCount == 0, empty otherwise
+};
+
+const RuntimeStatus& runtimeStatus();
+
+// Makes `device` current on the calling thread, or throws CudaFailure saying why it cannot be used
+// (no device, driver too old, index out of range).
+void useDevice(int device);
+
+// The stream on which the library enqueues all work for `device` (non-blocking, created on first
+// use, never destroyed). Makes the device current.
+cudaStream_t libraryStream(int device);
+
+// "13.0" from 13000.
+std::string versionString(int cudaVersion);
+
+}  // namespace ck
