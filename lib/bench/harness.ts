@@ -1,0 +1,53 @@
+// Timing with CUDA events: warm-up, then the median of several repetitions.
+import { EventTimer } from '../timing';
+import type { BenchRow } from './results';
+
+/** Median of a non-empty list. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) throw new RangeError('median of an empty list');
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export interface TimingOptions {
+  device: number;
+  reps: number;
+  warmup: number;
+}
+
+/** Runs `fn` `warmup` times, then times each of `reps` runs with events; returns every sample (ms). */
+export function timeGpu(fn: () => void, { device, reps, warmup }: TimingOptions): number[] {
+  for (let i = 0; i < warmup; i++) fn();
+  const timer = new EventTimer(device);
+  const samples: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    timer.start();
+    fn();
+    timer.stop();
+    samples.push(timer.elapsedMs());
+  }
+  return samples;
+}
+
+/** What a family's benchmark receives. */
+export interface BenchContext {
+  device: number;
+  reps: number;
+  warmup: number;
+  /** Small sizes only (the `--quick` run). */
+  quick: boolean;
+  /** Sizes asked for on the command line, if any (the family interprets them). */
+  sizes?: number[];
+  /** Methods asked for on the command line, if any. */
+  methods?: string[];
+  /** Reports progress (one line per measured item). */
+  progress(item: string): void;
+}
+
+/** A family's benchmark plug-in. */
+export interface BenchFamily {
+  op: string;
+  description: string;
+  run(ctx: BenchContext): BenchRow[];
+}

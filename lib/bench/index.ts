@@ -1,0 +1,10 @@
+// The benchmark registry: every family plugs its BenchFamily in here.
+import { copyFamily } from './copy';
+import type { BenchFamily } from './harness';
+
+export const families: Record<string, BenchFamily> = {
+  copy: copyFamily,
+};
+
+export * from './harness';
+export * from './results';

@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// `npx cuda-kernels <command>`. Commands load the addon only when they need it, so `build` works
+// where no binary exists yet.
+import * as path from 'node:path';
+
+import { Command, InvalidArgumentError } from 'commander';
+
+function intList(value: string): number[] {
+  return value.split(',').map((s) => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`not a positive integer: ${s}`);
+    return n;
+  });
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
+  return n;
+}
+
+const program = new Command();
+program.name('cuda-kernels').description('CUDA kernels for Node.js: device info, demo, benchmarks');
+
+program
+  .command('info')
+  .description('print the CUDA devices and their properties (or why there is none)')
+  .action(async () => (await import('./info')).info());
+
+program
+  .command('demo')
+  .description('upload data, run a kernel, time it with CUDA events, check it against the CPU')
+  .action(async () => (await import('./demo')).demo());
+
+program
+  .command('bench')
+  .description('benchmark kernel families and merge the results into bench/results/<gpu>.json')
+  .argument('[families...]', 'families to run, or "all"', [])
+  .option('--sizes <list>', 'comma-separated sizes (the family says what a size means)', intList)
+  .option('--methods <list>', 'comma-separated methods', (v: string) => v.split(','))
+  .option('--reps <n>', 'timed repetitions per item (median reported)', positiveInt, 10)
+  .option('--warmup <n>', 'untimed runs before timing', positiveInt, 2)
+  .option('--quick', 'small sizes only', false)
+  .option('--device <i>', 'device index', positiveInt, 0)
+  .option('--out <dir>', 'folder of the result files', path.join('bench', 'results'))
+  .action(async (families: string[], opts) => {
+    (await import('./bench')).bench(families, opts);
+  });
+
+program
+  .command('build')
+  .description('build the native addon from source (needs the CUDA toolkit: nvcc)')
+  .action(() => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { build } = require(path.join(__dirname, '..', '..', 'scripts', 'build.js')) as { build: () => number };
+    process.exitCode = build();
+  });
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  console.error(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+  process.exitCode = 1;
+});

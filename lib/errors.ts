@@ -1,0 +1,52 @@
+/**
+ * A failure reported by CUDA, cuBLAS, or the library's device layer.
+ *
+ * @example
+ * ```ts
+ * try { empty('float64', 1e12); } catch (e) {
+ *   if (e instanceof CudaError && e.code === 'cudaErrorMemoryAllocation') { ... }
+ * }
+ * ```
+ */
+export class CudaError extends Error {
+  /** Symbolic code, e.g. `cudaErrorMemoryAllocation`, `cudaErrorNoDevice`, `cublasLibraryNotFound`. */
+  readonly code: string;
+  /** The API call that failed, e.g. `cudaMalloc(8000000 bytes)`. */
+  readonly call: string;
+
+  constructor(message: string, code: string, call: string) {
+    super(message);
+    this.name = 'CudaError';
+    this.code = code;
+    this.call = call;
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
+  if (typeof value === 'object') return `a ${(value as object).constructor?.name ?? 'object'}`;
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+  return `${typeof value} ${String(value)}`;
+}
+
+/** TypeError naming the argument, what was expected and what was given. */
+export function typeError(name: string, expected: string, got: unknown): TypeError {
+  return new TypeError(`${name} must be ${expected}, got ${describe(got)}`);
+}
+
+/** RangeError naming the argument, what was expected and what was given. */
+export function rangeError(name: string, expected: string, got: unknown): RangeError {
+  return new RangeError(`${name} must be ${expected}, got ${describe(got)}`);
+}
+
+/** Checks that `value` is an integer in [min, max]; returns it. */
+export function checkInteger(name: string, value: unknown, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number') throw typeError(name, 'a number', value);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const bounds = max === Number.MAX_SAFE_INTEGER ? `an integer ≥ ${min}` : `an integer in [${min}, ${max}]`;
+    throw rangeError(name, bounds, value);
+  }
+  return value;
+}

@@ -1,0 +1,34 @@
+/**
+ * cuda-kernels: CUDA kernels for Node.js, with device arrays, CUDA-event timing and device
+ * properties. See the README for an overview.
+ *
+ * @packageDocumentation
+ */
+export { CudaError } from './errors';
+export {
+  deviceCount,
+  deviceProperties,
+  memoryInfo,
+  synchronize,
+  runtimeInfo,
+  cublasInfo,
+  type DeviceProperties,
+  type RuntimeInfo,
+} from './device';
+export {
+  DeviceArray,
+  upload,
+  empty,
+  zeros,
+  full,
+  copyDevice,
+  dtypes,
+  dtypeBytes,
+  type Dtype,
+  type HostArray,
+  type HostArrayOf,
+  type DtypeOfHost,
+  type ArrayOptions,
+} from './array';
+export { EventTimer, timed, type Timed } from './timing';
+export * as cpu from './cpu/index';
