@@ -1,0 +1,35 @@
+// The one place GPU suites are skipped: without a device they are registered as skipped, with the
+// reason in their title, so `npm test` lists them and says why. With CK_REQUIRE_GPU=1 (the GPU
+// runner sets it) a missing device fails instead of skipping.
+import { deviceCount, runtimeInfo } from '../../lib';
+
+export const gpuCount = deviceCount();
+
+function register(name: string, fn: () => void, run: boolean, reason: string): void {
+  if (run) {
+    describe(name, fn);
+  } else if (process.env.CK_REQUIRE_GPU) {
+    describe(name, () => {
+      test('has the GPU it needs', () => {
+        throw new Error(`CK_REQUIRE_GPU is set but ${reason}`);
+      });
+    });
+  } else {
+    const skipped = describe.skip;
+    skipped(`${name} [skipped: ${reason}]`, fn);
+  }
+}
+
+/** A suite that needs at least `minDevices` CUDA devices. */
+export function describeGpu(name: string, fn: () => void, minDevices = 1): void {
+  const reason =
+    gpuCount === 0 ? `no GPU — ${runtimeInfo().noDeviceReason}` : `needs ${minDevices} GPUs, found ${gpuCount}`;
+  register(name, fn, gpuCount >= minDevices, reason);
+}
+
+/** A suite about behaviour without any GPU (skipped where a device is present). */
+export function describeNoGpu(name: string, fn: () => void): void {
+  const skipped = describe.skip;
+  if (gpuCount === 0) describe(name, fn);
+  else skipped(`${name} [skipped: a GPU is present]`, fn);
+}
