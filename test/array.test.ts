@@ -5,16 +5,12 @@ const MiB = 1 << 20;
 
 function hostRandom(dtype: ck.Dtype, n: number, seed: number): ck.HostArray {
   const f = ck.cpu.randomArray(Float64Array, n, seed);
-  switch (dtype) {
-    case 'float32':
-      return Float32Array.from(f);
-    case 'float64':
-      return f;
-    case 'int32':
-      return Int32Array.from(f, (v) => Math.floor(v * 2 ** 31));
-    case 'uint32':
-      return Uint32Array.from(f, (v) => Math.floor((v + 1) * 2 ** 31));
-  }
+  if (dtype === 'float64') return f;
+  if (dtype === 'float32') return new Float32Array(f);
+  // Integers spanning the whole range, negative int32 values included.
+  const out = dtype === 'int32' ? new Int32Array(n) : new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = f[i] * 2 ** 31;
+  return out;
 }
 
 const seed = () => (Math.random() * 2 ** 31) | 0;

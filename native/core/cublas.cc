@@ -28,7 +28,7 @@ std::vector<std::string> candidates() {
 }
 
 template <typename F>
-void bind(void* lib, F& fn, const char* symbol, const std::string& path) {
+void bindSymbol(void* lib, F& fn, const char* symbol, const std::string& path) {
   fn = reinterpret_cast<F>(dlsym(lib, symbol));
   if (fn == nullptr) {
     throw CudaFailure("cublasSymbolNotFound", "dlsym", std::string("cuBLAS at ") + path + " lacks " + symbol);
@@ -67,16 +67,16 @@ Loaded load() {
   }
   try {
     Api& a = r.api;
-    bind(lib, a.create, "cublasCreate_v2", a.path);
-    bind(lib, a.destroy, "cublasDestroy_v2", a.path);
-    bind(lib, a.setStream, "cublasSetStream_v2", a.path);
-    bind(lib, a.setMathMode, "cublasSetMathMode", a.path);
-    bind(lib, a.getProperty, "cublasGetProperty", a.path);
-    bind(lib, a.getStatusName, "cublasGetStatusName", a.path);
-    bind(lib, a.getStatusString, "cublasGetStatusString", a.path);
-    bind(lib, a.dgemm, "cublasDgemm_v2", a.path);
-    bind(lib, a.sgemm, "cublasSgemm_v2", a.path);
-    bind(lib, a.dsyrk, "cublasDsyrk_v2", a.path);
+    bindSymbol(lib, a.create, "cublasCreate_v2", a.path);
+    bindSymbol(lib, a.destroy, "cublasDestroy_v2", a.path);
+    bindSymbol(lib, a.setStream, "cublasSetStream_v2", a.path);
+    bindSymbol(lib, a.setMathMode, "cublasSetMathMode", a.path);
+    bindSymbol(lib, a.getProperty, "cublasGetProperty", a.path);
+    bindSymbol(lib, a.getStatusName, "cublasGetStatusName", a.path);
+    bindSymbol(lib, a.getStatusString, "cublasGetStatusString", a.path);
+    bindSymbol(lib, a.dgemm, "cublasDgemm_v2", a.path);
+    bindSymbol(lib, a.sgemm, "cublasSgemm_v2", a.path);
+    bindSymbol(lib, a.dsyrk, "cublasDsyrk_v2", a.path);
     for (int i = 0; i < 3; ++i) a.getProperty(static_cast<LibraryProperty>(i), &a.version[i]);
     r.ok = true;
   } catch (const CudaFailure& f) {

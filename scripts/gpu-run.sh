@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs on a GPU host that has CUDA but no Node.js (see gpu-bundle.sh): unpacks the bundle, then
+# runs the requested steps, writing logs and result files into OUTDIR.
+#
+#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [bench]
+#
+# CK_BENCH_ARGS   arguments for `cuda-kernels bench` (default: all)
+# CK_JEST_ARGS    extra jest arguments (e.g. a test path) for the test and sanitize steps
+# CK_SANITIZE     compute-sanitizer tools to run (default: memcheck)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: gpu-run.sh OUTDIR [steps...]}
+shift
+steps=${*:-info test sanitize bench}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+summary="$out/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+bundle=.gpu-bundle
+mkdir -p /tmp/ck-node/bin
+xz -dc "$bundle/node.xz" > /tmp/ck-node/bin/node && chmod +x /tmp/ck-node/bin/node
+export PATH=/tmp/ck-node/bin:$PATH
+tar -xJf "$bundle/payload.tar.xz"
+export CK_COMMIT=$(cat "$bundle/commit" 2>/dev/null || echo unknown)
+export CK_REQUIRE_GPU=1
+note "commit $CK_COMMIT; node $(node --version); $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+
+# The compile-time proof that cublas.h matches cublas_v2.h (this host has the header).
+if g++ -std=c++17 -fsyntax-only -I/usr/local/cuda/include -Inative native/core/cublas_check.cc 2> "$out/cublas-check.log"; then
+  note "cublas_check.cc: declarations match cublas_v2.h"
+else
+  note "cublas_check.cc: MISMATCH (see cublas-check.log)"
+fi
+
+jest=(node node_modules/jest/bin/jest.js --ci -i ${CK_JEST_ARGS:-})
+
+for step in $steps; do
+  case $step in
+    info)
+      { node dist/cli/main.js info; node dist/cli/main.js demo; } > "$out/info.log" 2>&1
+      note "info+demo: exit $? (info.log)"
+      ;;
+    test)
+      "${jest[@]}" --json --outputFile="$out/jest.json" > "$out/test.log" 2>&1
+      rc=$?
+      note "jest: exit $rc; $(node -e 'const r=require(process.argv[1]);console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`)' "$out/jest.json" 2>/dev/null)"
+      ;;
+    sanitize)
+      for tool in ${CK_SANITIZE:-memcheck}; do
+        # API errors are part of the tests (out-of-memory on purpose) and each is checked by the addon;
+        # kernel memory errors, races and uninitialised reads are what the sanitizer is here for.
+        compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 --target-processes all \
+          "${jest[@]}" > "$out/sanitize-$tool.log" 2>&1
+        rc=$?
+        note "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitize-$tool.log" | tail -1)"
+      done
+      ;;
+    bench)
+      mkdir -p "$out/results"
+      cp bench/results/*.json "$out/results/" 2>/dev/null
+      # shellcheck disable=SC2086
+      node dist/cli/main.js bench ${CK_BENCH_ARGS:-all} --out "$out/results" > "$out/bench.log" 2>&1
+      note "bench: exit $? (bench.log, results/)"
+      ;;
+    *) note "unknown step $step" ;;
+  esac
+done
+cat "$summary"
