@@ -104,7 +104,8 @@ export class DeviceArray<D extends Dtype = Dtype> {
 
   /** @internal The native handle; throws if the array was freed. */
   handle(name = 'array'): BufferHandle {
-    if (this.#handle === null) throw new TypeError(`${name} has been freed (DeviceArray ${this.dtype}[${this.length}])`);
+    if (this.#handle === null)
+      throw new TypeError(`${name} has been freed (DeviceArray ${this.dtype}[${this.length}])`);
     return this.#handle;
   }
 
@@ -191,7 +192,12 @@ export function zeros<D extends Dtype>(dtype: D, length: number, options: ArrayO
 }
 
 /** A device array of `length` copies of `value`. */
-export function full<D extends Dtype>(dtype: D, length: number, value: number, options: ArrayOptions = {}): DeviceArray<D> {
+export function full<D extends Dtype>(
+  dtype: D,
+  length: number,
+  value: number,
+  options: ArrayOptions = {},
+): DeviceArray<D> {
   const a = empty(dtype, length, options);
   try {
     a.fill(value);

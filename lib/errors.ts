@@ -27,7 +27,8 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
   if (typeof value === 'object') return `a ${(value as object).constructor?.name ?? 'object'}`;
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;
 }
 

@@ -191,6 +191,8 @@ describeGpu('device properties', () => {
   test('the driver supports the runtime the binary was built with', () => {
     const info = ck.runtimeInfo();
     expect(info.driverVersion).not.toBeNull();
-    expect(parseFloat(info.driverVersion as string)).toBeGreaterThanOrEqual(Math.floor(parseFloat(info.runtimeVersion)));
+    expect(parseFloat(info.driverVersion as string)).toBeGreaterThanOrEqual(
+      Math.floor(parseFloat(info.runtimeVersion)),
+    );
   });
 });

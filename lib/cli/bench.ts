@@ -19,7 +19,10 @@ export interface BenchOptions {
 function currentCommit(): string {
   if (process.env.CK_COMMIT) return process.env.CK_COMMIT;
   try {
-    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return 'unknown';
   }
@@ -29,7 +32,8 @@ function currentCommit(): string {
 export function bench(names: string[], opts: BenchOptions, out: (line: string) => void = console.log): BenchRow[] {
   const wanted = names.length === 0 || names.includes('all') ? Object.keys(families) : names;
   for (const n of wanted) {
-    if (!families[n]) throw new RangeError(`unknown benchmark family ${JSON.stringify(n)}; known: ${Object.keys(families).join(', ')}`);
+    if (!families[n])
+      throw new RangeError(`unknown benchmark family ${JSON.stringify(n)}; known: ${Object.keys(families).join(', ')}`);
   }
   if (deviceCount() === 0) throw new Error(`cannot benchmark without a GPU: ${runtimeInfo().noDeviceReason}`);
   // The copy row is every figure's memory-bandwidth reference, so each run measures it.
@@ -51,7 +55,12 @@ export function bench(names: string[], opts: BenchOptions, out: (line: string) =
     rows.push(...family.run(familyCtx));
   }
   const props = deviceProperties(opts.device);
-  const file = writeResults(path.resolve(opts.out), deviceSummary(props, { driver: runtimeInfo().driverVersion }) as never, currentCommit(), rows);
+  const file = writeResults(
+    path.resolve(opts.out),
+    deviceSummary(props, { driver: runtimeInfo().driverVersion }) as never,
+    currentCommit(),
+    rows,
+  );
   const t = makeTable(['op', 'method', 'size', 'ms', 'rate', 'unit', 'check']);
   for (const r of rows) t.push([r.op, r.method, r.size, r.ms.toFixed(4), r.rate.toFixed(1), r.unit, r.check]);
   out(t.toString());

@@ -32,7 +32,13 @@ export function demo(out: (line: string) => void = console.log): void {
   copyDevice(dst, src); // warm-up
   const { ms } = timed(() => copyDevice(dst, src));
   const ok = firstMismatch(dst.toHostSync(), cpuCopy) === -1;
-  table.push([name, `copy ${bytes >> 20} MiB`, ms.toFixed(3), ((2 * bytes) / ms / 1e6).toFixed(1), ok ? 'ok' : 'MISMATCH']);
+  table.push([
+    name,
+    `copy ${bytes >> 20} MiB`,
+    ms.toFixed(3),
+    ((2 * bytes) / ms / 1e6).toFixed(1),
+    ok ? 'ok' : 'MISMATCH',
+  ]);
   out(table.toString());
   if (!ok) process.exitCode = 1;
 }

@@ -103,7 +103,8 @@ static Napi::Value alloc(const Napi::CallbackInfo& info) {
   int dtype = intArg(info, 1, "dtype");
   if (dtype < 0 || dtype >= kDtypeCount) throw Napi::RangeError::New(env, "dtype code out of range");
   int64_t length = countArg(info, 2, "length");
-  return guard(env, [&] { return newBuffer(env, device, static_cast<Dtype>(dtype), static_cast<size_t>(length)); });
+  return guard(
+      env, [&] { return newBuffer(env, device, static_cast<Dtype>(dtype), static_cast<size_t>(length)); });
 }
 
 // free(handle): idempotent. Memory still being copied by toHost() is released when that finishes.
@@ -165,9 +166,15 @@ class DownloadWorker : public Napi::AsyncWorker {
 
   void Execute() override {
     err_ = cudaSetDevice(buffer_.device);
-    if (err_ != cudaSuccess) { call_ = "cudaSetDevice"; return; }
+    if (err_ != cudaSuccess) {
+      call_ = "cudaSetDevice";
+      return;
+    }
     err_ = cudaMemcpyAsync(host_, buffer_.ptr, buffer_.bytes, cudaMemcpyDeviceToHost, stream_);
-    if (err_ != cudaSuccess) { call_ = "cudaMemcpyAsync"; return; }
+    if (err_ != cudaSuccess) {
+      call_ = "cudaMemcpyAsync";
+      return;
+    }
     err_ = cudaStreamSynchronize(stream_);
     if (err_ != cudaSuccess) call_ = "cudaStreamSynchronize";
   }

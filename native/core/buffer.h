@@ -21,7 +21,9 @@ struct DeviceBuffer {
   int pending = 0;        // asynchronous copies still reading or writing it
 
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr); }
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
 };
 
 // Allocates `length` elements of `dtype` on `device` and returns its handle; throws CudaError

@@ -61,8 +61,10 @@ Loaded load() {
   }
   if (lib == nullptr) {
     r.code = "cublasLibraryNotFound";
-    r.message = "cuBLAS could not be loaded, so the cuBLAS methods are unavailable (the other methods work). "
-                "Install the CUDA toolkit's cuBLAS (libcublas.so.13) or set CUDA_PATH. Tried:" + tried;
+    r.message =
+        "cuBLAS could not be loaded, so the cuBLAS methods are unavailable (the other methods work). "
+        "Install the CUDA toolkit's cuBLAS (libcublas.so.13) or set CUDA_PATH. Tried:" +
+        tried;
     return r;
   }
   try {
@@ -102,7 +104,8 @@ const Api& api() {
 void check(Status s, const char* call) {
   if (s == kSuccess) return;
   const Api& a = api();
-  throw CudaFailure(a.getStatusName(s), call, std::string(a.getStatusString(s)) + " (" + a.getStatusName(s) + " in " + call + ")");
+  throw CudaFailure(a.getStatusName(s), call,
+                    std::string(a.getStatusString(s)) + " (" + a.getStatusName(s) + " in " + call + ")");
 }
 
 Handle handle(int device) {

@@ -12,20 +12,52 @@ namespace ck {
 namespace cublas {
 namespace verify {
 
-template <typename T> struct Real { using type = T; };
-template <typename T> using real_t = typename Real<T>::type;
-template <> struct Real<Status> { using type = cublasStatus_t; };
-template <> struct Real<Operation> { using type = cublasOperation_t; };
-template <> struct Real<FillMode> { using type = cublasFillMode_t; };
-template <> struct Real<Math> { using type = cublasMath_t; };
-template <> struct Real<LibraryProperty> { using type = libraryPropertyType; };
-template <> struct Real<Handle> { using type = cublasHandle_t; };
-template <typename T> struct Real<T*> { using type = real_t<T>*; };
-template <typename T> struct Real<const T> { using type = const real_t<T>; };
-template <typename R, typename... A> struct Real<R (*)(A...)> { using type = real_t<R> (*)(real_t<A>...); };
+template <typename T>
+struct Real {
+  using type = T;
+};
+template <typename T>
+using real_t = typename Real<T>::type;
+template <>
+struct Real<Status> {
+  using type = cublasStatus_t;
+};
+template <>
+struct Real<Operation> {
+  using type = cublasOperation_t;
+};
+template <>
+struct Real<FillMode> {
+  using type = cublasFillMode_t;
+};
+template <>
+struct Real<Math> {
+  using type = cublasMath_t;
+};
+template <>
+struct Real<LibraryProperty> {
+  using type = libraryPropertyType;
+};
+template <>
+struct Real<Handle> {
+  using type = cublasHandle_t;
+};
+template <typename T>
+struct Real<T*> {
+  using type = real_t<T>*;
+};
+template <typename T>
+struct Real<const T> {
+  using type = const real_t<T>;
+};
+template <typename R, typename... A>
+struct Real<R (*)(A...)> {
+  using type = real_t<R> (*)(real_t<A>...);
+};
 
-#define CK_SAME(ours, theirs) \
-  static_assert(std::is_same_v<real_t<ours>, decltype(&theirs)>, #ours " does not match " #theirs " in cublas_v2.h")
+#define CK_SAME(ours, theirs)                                    \
+  static_assert(std::is_same_v<real_t<ours>, decltype(&theirs)>, \
+                #ours " does not match " #theirs " in cublas_v2.h")
 CK_SAME(PFN_Create, cublasCreate_v2);
 CK_SAME(PFN_Destroy, cublasDestroy_v2);
 CK_SAME(PFN_SetStream, cublasSetStream_v2);
@@ -39,8 +71,8 @@ CK_SAME(PFN_Dsyrk, cublasDsyrk_v2);
 #undef CK_SAME
 
 static_assert(static_cast<int>(kSuccess) == CUBLAS_STATUS_SUCCESS);
-static_assert(static_cast<int>(Operation::N) == CUBLAS_OP_N && static_cast<int>(Operation::T) == CUBLAS_OP_T &&
-              static_cast<int>(Operation::C) == CUBLAS_OP_C);
+static_assert(static_cast<int>(Operation::N) == CUBLAS_OP_N &&
+              static_cast<int>(Operation::T) == CUBLAS_OP_T && static_cast<int>(Operation::C) == CUBLAS_OP_C);
 static_assert(static_cast<int>(FillMode::Lower) == CUBLAS_FILL_MODE_LOWER &&
               static_cast<int>(FillMode::Upper) == CUBLAS_FILL_MODE_UPPER &&
               static_cast<int>(FillMode::Full) == CUBLAS_FILL_MODE_FULL);

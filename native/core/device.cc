@@ -23,12 +23,10 @@ static RuntimeStatus probe() {
   if (s.driverVersion == 0) {
     s.code = "cudaErrorNoDevice";
     s.reason = "no CUDA device was found: no NVIDIA driver is installed (libcuda.so.1 could not be loaded)";
-  } else if (err == cudaErrorInsufficientDriver ||
-             s.driverVersion / 1000 < s.runtimeVersion / 1000) {
+  } else if (err == cudaErrorInsufficientDriver || s.driverVersion / 1000 < s.runtimeVersion / 1000) {
     s.code = "cudaErrorInsufficientDriver";
     s.reason = "the NVIDIA driver is too old: it supports CUDA " + versionString(s.driverVersion) +
-               " but this binary was built with CUDA " + built +
-               "; install a driver for CUDA " + built +
+               " but this binary was built with CUDA " + built + "; install a driver for CUDA " + built +
                " or newer, or rebuild from source (npm run build) with a toolkit the driver supports";
   } else if (err == cudaSuccess || err == cudaErrorNoDevice) {
     s.reason = "no CUDA device was found (driver supports CUDA " + versionString(s.driverVersion) + ")";

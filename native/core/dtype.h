@@ -10,7 +10,9 @@ enum class Dtype : int { Float32 = 0, Float64 = 1, Int32 = 2, Uint32 = 3 };
 
 constexpr int kDtypeCount = 4;
 
-inline size_t dtypeSize(Dtype d) { return d == Dtype::Float64 ? 8 : 4; }
+inline size_t dtypeSize(Dtype d) {
+  return d == Dtype::Float64 ? 8 : 4;
+}
 
 inline const char* dtypeName(Dtype d) {
   switch (d) {

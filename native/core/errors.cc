@@ -5,8 +5,8 @@
 namespace ck {
 
 CudaFailure::CudaFailure(cudaError_t err, const std::string& call)
-    : std::runtime_error(std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) +
-                         " in " + call + ")"),
+    : std::runtime_error(std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + " in " + call +
+                         ")"),
       code_(cudaGetErrorName(err)),
       call_(call) {}
 

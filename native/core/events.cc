@@ -29,7 +29,8 @@ struct EventTimer {
 const napi_type_tag kTimerTag = {0x6375646b65726e6cULL, 0x2e74696d65723031ULL};
 
 EventTimer& unwrapTimer(const Napi::CallbackInfo& info) {
-  if (info.Length() < 1 || !info[0].IsExternal() || !info[0].As<Napi::External<EventTimer>>().CheckTypeTag(&kTimerTag)) {
+  if (info.Length() < 1 || !info[0].IsExternal() ||
+      !info[0].As<Napi::External<EventTimer>>().CheckTypeTag(&kTimerTag)) {
     throw Napi::TypeError::New(info.Env(), "timer must be an event timer handle");
   }
   return *info[0].As<Napi::External<EventTimer>>().Data();
@@ -68,7 +69,9 @@ Napi::Value timerRecord(const Napi::CallbackInfo& info) {
       t.started = true;
       t.stopped = false;
     } else {
-      if (!t.started) throw CudaFailure("cudaErrorInvalidResourceHandle", "cudaEventRecord", "timer stopped before it was started");
+      if (!t.started)
+        throw CudaFailure("cudaErrorInvalidResourceHandle", "cudaEventRecord",
+                          "timer stopped before it was started");
       CK_CUDA(cudaEventRecord(t.stop, s));
       t.stopped = true;
     }
@@ -81,7 +84,9 @@ Napi::Value timerElapsed(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   EventTimer& t = unwrapTimer(info);
   return guard(env, [&] {
-    if (!t.stopped) throw CudaFailure("cudaErrorNotReady", "cudaEventElapsedTime", "timer has not been started and stopped");
+    if (!t.stopped)
+      throw CudaFailure("cudaErrorNotReady", "cudaEventElapsedTime",
+                        "timer has not been started and stopped");
     useDevice(t.device);
     CK_CUDA(cudaEventSynchronize(t.stop));
     float ms = 0;
