@@ -29,7 +29,9 @@ const { build } = require('./build.js');
 const status = build();
 if (status !== 0 && !isCheckout) {
   // In a dependent project, do not fail its whole install: the error at require() says what to do.
-  console.error('cuda-kernels: continuing without a native binary; require("cuda-kernels") will explain how to build it.');
+  console.error(
+    'cuda-kernels: continuing without a native binary; require("cuda-kernels") will explain how to build it.',
+  );
   process.exit(0);
 }
 process.exit(status);
