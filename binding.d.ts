@@ -79,6 +79,8 @@ export interface NativeBinding {
   download(array: BufferHandle, target: HostArray): void;
   downloadAsync<T extends HostArray>(array: BufferHandle, target: T): Promise<T>;
   fill(array: BufferHandle, value: number): void;
+  fillRandom(array: BufferHandle, seed: number): void;
+  relativeError(out: BufferHandle, ref: BufferHandle): number;
   copy(dst: BufferHandle, src: BufferHandle, dstOffset: number, srcOffset: number, count: number): void;
 
   timerCreate(device: number): TimerHandle;

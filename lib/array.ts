@@ -146,6 +146,16 @@ export class DeviceArray<D extends Dtype = Dtype> {
     return this;
   }
 
+  /**
+   * Fills the array on the device with pseudo-random values that depend only on `seed` (a
+   * counter-based hash of seed and index): floats uniform in [-1, 1), integers over their range.
+   */
+  fillRandom(seed: number): this {
+    checkInteger('seed', seed);
+    native.fillRandom(this.handle(), seed);
+    return this;
+  }
+
   /** A new device array with the same contents (a device-to-device copy). */
   clone(): DeviceArray<D> {
     const out = empty(this.dtype, this.length, { device: this.device, shape: this.shape });
@@ -262,4 +272,21 @@ export function copyDevice<D extends Dtype>(
 /** Bytes per element of a dtype. */
 export function dtypeBytes(dtype: Dtype): number {
   return DTYPES[checkDtype('dtype', dtype)].bytes;
+}
+
+/**
+ * ‖out − ref‖₂ / ‖ref‖₂ computed on the device in float64 (‖out − ref‖₂ when ref is all zeros);
+ * NaN if `out` holds a NaN. For checking large results without copying them to the host.
+ */
+export function deviceRelativeError(
+  out: DeviceArray<'float32' | 'float64'>,
+  ref: DeviceArray<'float32' | 'float64'>,
+): number {
+  checkArray('out', out);
+  checkArray('ref', ref, out.dtype);
+  if (out.dtype !== 'float32' && out.dtype !== 'float64')
+    throw typeError('out', 'a float32 or float64 DeviceArray', out.dtype);
+  if (out.length !== ref.length) throw rangeError('ref', `${out.length} elements long`, `${ref.length} elements`);
+  if (out.device !== ref.device) throw rangeError('ref', `on device ${out.device}`, `device ${ref.device}`);
+  return native.relativeError(out.handle('out'), ref.handle('ref'));
 }

@@ -22,6 +22,7 @@ export {
   zeros,
   full,
   copyDevice,
+  deviceRelativeError,
   dtypes,
   dtypeBytes,
   type Dtype,

@@ -196,3 +196,42 @@ describeGpu('device properties', () => {
     );
   });
 });
+
+describeGpu('device helpers', () => {
+  test('fillRandom depends only on the seed and spans [-1, 1) for floats', () => {
+    using a = ck.empty('float64', 100_003).fillRandom(42);
+    using b = ck.empty('float64', 100_003).fillRandom(42);
+    using c = ck.empty('float64', 100_003).fillRandom(43);
+    const x = a.toHostSync();
+    expect(ck.cpu.firstMismatch(x, b.toHostSync())).toBe(-1);
+    expect(ck.cpu.firstMismatch(x, c.toHostSync())).toBe(0);
+    let min = Infinity,
+      max = -Infinity,
+      mean = 0;
+    for (const v of x) {
+      min = Math.min(min, v);
+      max = Math.max(max, v);
+      mean += v / x.length;
+    }
+    expect(min).toBeGreaterThanOrEqual(-1);
+    expect(max).toBeLessThan(1);
+    expect(min).toBeLessThan(-0.99);
+    expect(max).toBeGreaterThan(0.99);
+    expect(Math.abs(mean)).toBeLessThan(0.01);
+    using i = ck.empty('int32', 10_000).fillRandom(7);
+    expect(i.toHostSync().some((v) => v < 0)).toBe(true);
+  });
+
+  test('deviceRelativeError matches the CPU computation and sees NaN', () => {
+    const x = ck.cpu.randomArray(Float64Array, 10_007, seed());
+    const y = ck.cpu.randomArray(Float64Array, 10_007, seed());
+    using dx = ck.upload(x);
+    using dy = ck.upload(y);
+    expect(ck.deviceRelativeError(dx, dy)).toBeCloseTo(ck.cpu.relativeError(x, y), 12);
+    expect(ck.deviceRelativeError(dx, dx)).toBe(0);
+    using poisoned = ck.full('float64', 10_007, NaN);
+    expect(ck.deviceRelativeError(poisoned, dy)).toBeNaN();
+    using f = ck.upload(new Float32Array(10_007));
+    expect(() => ck.deviceRelativeError(f as never, dy)).toThrow(/DeviceArray of float32/);
+  });
+});

@@ -1,8 +1,10 @@
 #include "buffer.h"
 
+#include <cmath>
 #include <string>
 
 #include "args.h"
+#include "compare.h"
 #include "device.h"
 #include "errors.h"
 #include "fill.h"
@@ -244,6 +246,17 @@ static Napi::Value fill(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// fillRandom(handle, seed): seed a non-negative integer below 2^53.
+static Napi::Value fillRandom(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  const uint64_t seed = static_cast<uint64_t>(countArg(info, 1, "seed"));
+  guard(env, [&] {
+    check(launchFillRandom(b.ptr, b.dtype, b.length, seed, libraryStream(b.device)), "fill_random_kernel");
+  });
+  return env.Undefined();
+}
+
 // copy(dst, src, dstOffset, srcOffset, count): elements, same dtype; devices may differ.
 static Napi::Value copy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -274,13 +287,42 @@ static Napi::Value copy(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// relativeError(out, ref) -> ‖out − ref‖₂ / ‖ref‖₂ (‖out − ref‖₂ when ref is zero), on the device.
+static Napi::Value relativeError(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& a = unwrapBuffer(info[0], "out");
+  DeviceBuffer& b = unwrapBuffer(info[1], "ref");
+  if (a.dtype != b.dtype || (a.dtype != Dtype::Float32 && a.dtype != Dtype::Float64)) {
+    throw Napi::TypeError::New(env, "out and ref must both be float32 or both float64");
+  }
+  if (a.length != b.length) throw Napi::RangeError::New(env, "out and ref must have the same length");
+  if (a.device != b.device) throw Napi::RangeError::New(env, "out and ref must be on the same device");
+  return guard(env, [&] {
+    cudaStream_t s = libraryStream(a.device);
+    double* sums = nullptr;
+    CK_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&sums), 2 * sizeof(double), s));
+    double host[2] = {0, 0};
+    cudaError_t err = cudaMemsetAsync(sums, 0, 2 * sizeof(double), s);
+    if (err == cudaSuccess) err = launchDiffNorms(a.ptr, b.ptr, a.dtype, a.length, sums, s);
+    if (err == cudaSuccess) err = cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost, s);
+    cudaError_t freed = cudaFreeAsync(sums, s);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+    check(err, "relativeError");
+    check(freed, "cudaFreeAsync");
+    const double r = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
+    return Napi::Number::New(env, r);
+  });
+}
+
 void registerBuffers(Napi::Env env, Napi::Object exports) {
+  exports.Set("relativeError", Napi::Function::New(env, relativeError, "relativeError"));
   exports.Set("alloc", Napi::Function::New(env, alloc, "alloc"));
   exports.Set("free", Napi::Function::New(env, freeBuffer, "free"));
   exports.Set("upload", Napi::Function::New(env, upload, "upload"));
   exports.Set("download", Napi::Function::New(env, download, "download"));
   exports.Set("downloadAsync", Napi::Function::New(env, downloadAsync, "downloadAsync"));
   exports.Set("fill", Napi::Function::New(env, fill, "fill"));
+  exports.Set("fillRandom", Napi::Function::New(env, fillRandom, "fillRandom"));
   exports.Set("copy", Napi::Function::New(env, copy, "copy"));
 }
 

@@ -38,4 +38,54 @@ cudaError_t launchFill(void* ptr, Dtype dtype, size_t length, double value, cuda
   return cudaErrorInvalidValue;
 }
 
+// splitmix64: a full-period bijection on 64-bit counters, so neighbouring indices give
+// independent-looking values without any per-thread state.
+__device__ inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+template <typename T>
+__global__ void fill_random_kernel(T* __restrict__ out, size_t length, uint64_t seed) {
+  const uint64_t key = splitmix64(seed);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < length; i += stride) {
+    const uint64_t bits = splitmix64(key ^ i);
+    if constexpr (sizeof(T) == 8 && static_cast<T>(0.5) != 0) {
+      out[i] = static_cast<T>(bits >> 11) * 0x1.0p-52 - 1.0;  // 53 random bits in [-1, 1)
+    } else if constexpr (static_cast<T>(0.5) != 0) {
+      out[i] = static_cast<T>(bits >> 40) * 0x1.0p-23f - 1.0f;  // 24 random bits in [-1, 1)
+    } else {
+      out[i] = static_cast<T>(bits >> 32);
+    }
+  }
+}
+
+template <typename T>
+static cudaError_t fillRandomAs(void* ptr, size_t length, uint64_t seed, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return err;
+  constexpr int kThreads = 256;
+  const size_t needed = (length + kThreads - 1) / kThreads;
+  const size_t cap = static_cast<size_t>(sms) * 8;
+  const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
+  fill_random_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(ptr), length, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t launchFillRandom(void* ptr, Dtype dtype, size_t length, uint64_t seed, cudaStream_t stream) {
+  if (length == 0) return cudaSuccess;
+  switch (dtype) {
+    case Dtype::Float32: return fillRandomAs<float>(ptr, length, seed, stream);
+    case Dtype::Float64: return fillRandomAs<double>(ptr, length, seed, stream);
+    case Dtype::Int32: return fillRandomAs<int32_t>(ptr, length, seed, stream);
+    case Dtype::Uint32: return fillRandomAs<uint32_t>(ptr, length, seed, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace ck

@@ -1,0 +1,72 @@
+#include "compare.h"
+
+namespace ck {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ inline double warpSum(double v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <typename T>
+__global__ void diff_norms_kernel(const T* __restrict__ a, const T* __restrict__ b, size_t length,
+                                  double* __restrict__ sums) {
+  double diff = 0, ref = 0;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < length; i += stride) {
+    const double x = static_cast<double>(a[i]), y = static_cast<double>(b[i]);
+    diff += (x - y) * (x - y);
+    ref += y * y;
+  }
+  // Warp shuffles, then one partial per warp in shared memory, then one atomic per block.
+  __shared__ double partial[2][kThreads / 32];
+  diff = warpSum(diff);
+  ref = warpSum(ref);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    partial[0][warp] = diff;
+    partial[1][warp] = ref;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    diff = lane < kThreads / 32 ? partial[0][lane] : 0;
+    ref = lane < kThreads / 32 ? partial[1][lane] : 0;
+    diff = warpSum(diff);
+    ref = warpSum(ref);
+    if (lane == 0) {
+      atomicAdd(&sums[0], diff);
+      atomicAdd(&sums[1], ref);
+    }
+  }
+}
+
+template <typename T>
+cudaError_t launchAs(const void* a, const void* b, size_t length, double* sums, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return err;
+  const size_t needed = (length + kThreads - 1) / kThreads;
+  const size_t cap = static_cast<size_t>(sms) * 8;
+  const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
+  diff_norms_kernel<T>
+      <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b), length, sums);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launchDiffNorms(const void* a, const void* b, Dtype dtype, size_t length, double* sums,
+                            cudaStream_t stream) {
+  if (length == 0) return cudaSuccess;
+  switch (dtype) {
+    case Dtype::Float32: return launchAs<float>(a, b, length, sums, stream);
+    case Dtype::Float64: return launchAs<double>(a, b, length, sums, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace ck
