@@ -8,6 +8,8 @@ const os = require('node:os');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
+// Keep in sync with CMakeLists.txt.
+const DEFAULT_ARCHS = '75-real;80-real;86-real;89-real;90';
 
 // CUDA_PATH, then the usual install folder, then PATH. Parameters exist for the tests.
 function findNvcc(env = process.env, defaults = ['/usr/local/cuda/bin/nvcc']) {
@@ -45,7 +47,13 @@ function build({ quiet = false } = {}) {
   }
   const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
   const jobs = String(Math.max(1, os.availableParallelism ? os.availableParallelism() : os.cpus().length));
-  const args = [cmakeJs, 'compile', '--directory', root, '--parallel', jobs, `--CDCMAKE_CUDA_COMPILER=${nvcc}`];
+  // `cmake-js compile` reuses an existing configuration; when the requested architecture list differs
+  // from the one built (CUDA_KERNELS_ARCHS set or unset since), configure again from scratch.
+  const wanted = process.env.CUDA_KERNELS_ARCHS || DEFAULT_ARCHS;
+  const archsFile = path.join(root, 'build', 'cuda-archs.txt');
+  const built = fs.existsSync(archsFile) ? fs.readFileSync(archsFile, 'utf8').trim() : wanted;
+  const command = built === wanted ? 'compile' : 'rebuild';
+  const args = [cmakeJs, command, '--directory', root, '--parallel', jobs, `--CDCMAKE_CUDA_COMPILER=${nvcc}`];
   if (!quiet) console.error(`cuda-kernels: building the addon with ${nvcc} (${jobs} jobs)`);
   const started = Date.now();
   const r = spawnSync(process.execPath, args, { cwd: root, stdio: quiet ? 'pipe' : 'inherit', env: process.env });
@@ -58,6 +66,6 @@ function build({ quiet = false } = {}) {
   return 0;
 }
 
-module.exports = { build, findNvcc, nvccMissingMessage };
+module.exports = { build, findNvcc, nvccMissingMessage, DEFAULT_ARCHS };
 
 if (require.main === module) process.exit(build());

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 const root = path.join(__dirname, '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { findNvcc, nvccMissingMessage } = require('../scripts/build.js');
+const { findNvcc, nvccMissingMessage, DEFAULT_ARCHS } = require('../scripts/build.js');
 
 describe('package.json', () => {
   test('exports put types first and point into dist/', () => {
@@ -39,6 +39,12 @@ describe('building from source', () => {
     expect(findNvcc({ PATH: '/nonexistent' }, [])).toBeUndefined();
     const nvcc = findNvcc();
     if (nvcc !== undefined) expect(path.basename(nvcc)).toBe('nvcc');
+  });
+
+  test('the default architecture list is the same in build.js and CMakeLists.txt', () => {
+    const cmake = fs.readFileSync(path.join(root, 'CMakeLists.txt'), 'utf8');
+    expect(DEFAULT_ARCHS).toBe('75-real;80-real;86-real;89-real;90');
+    expect(cmake).toContain(`set(CMAKE_CUDA_ARCHITECTURES "${DEFAULT_ARCHS}" CACHE STRING`);
   });
 
   test('a missing nvcc gives one message with the fixes', () => {
