@@ -89,4 +89,8 @@ export interface NativeBinding {
 
   cublasInfo(): NativeCublasInfo;
   cublasLoad(): string;
+
+  /** C = AᵀA with the method at `method` in ataMethods(). */
+  ataRun(a: BufferHandle, c: BufferHandle, rows: number, cols: number, method: number): void;
+  ataMethods(): string[];
 }

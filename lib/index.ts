@@ -32,4 +32,5 @@ export {
   type ArrayOptions,
 } from './array';
 export { EventTimer, timed, type Timed } from './timing';
+export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from './ops/ata';
 export * as cpu from './cpu/index';

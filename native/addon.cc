@@ -9,6 +9,7 @@ void registerDevices(Napi::Env env, Napi::Object exports);
 void registerBuffers(Napi::Env env, Napi::Object exports);
 void registerEvents(Napi::Env env, Napi::Object exports);
 void registerCublas(Napi::Env env, Napi::Object exports);
+void registerAta(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -18,6 +19,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerBuffers(env, exports);
   ck::registerEvents(env, exports);
   ck::registerCublas(env, exports);
+  ck::registerAta(env, exports);
   return exports;
 }
 

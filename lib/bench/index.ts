@@ -1,9 +1,11 @@
 // The benchmark registry: every family plugs its BenchFamily in here.
+import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import type { BenchFamily } from './harness';
 
 export const families: Record<string, BenchFamily> = {
   copy: copyFamily,
+  ata: ataFamily,
 };
 
 export * from './harness';

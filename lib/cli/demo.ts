@@ -1,44 +1,84 @@
+import { deviceRelativeError, empty, upload } from '../array';
+import { atA as cpuAtA } from '../cpu/ata';
+import { randomArray, relativeError } from '../cpu/index';
+import { cublasInfo, deviceCount, deviceProperties, runtimeInfo } from '../device';
+import { median, timeGpu } from '../bench/harness';
+import { atA, ataMethods } from '../ops/ata';
 import { makeTable } from './table';
 
-import { copyDevice, empty, upload } from '../array';
-import { deviceCount, deviceProperties, runtimeInfo } from '../device';
-import { firstMismatch, randomArray } from '../cpu/index';
-import { timed } from '../timing';
+const gflops = (rows: number, cols: number, ms: number) => ((2 * rows * cols * cols) / ms / 1e6).toFixed(0);
 
 /**
- * `npm run demo`: upload data, run a kernel on it, time it with CUDA events, check it against the
- * CPU and print a small table. Until the AᵀA family lands the kernel is a device-to-device copy.
+ * `npm run demo`: C = AᵀA for a random float64 A with every method, timed with CUDA events and
+ * checked — against the CPU reference on a small A, and against cuBLAS on a large one. Without a
+ * GPU it says so and runs the CPU reference.
  */
 export function demo(out: (line: string) => void = console.log): void {
-  const n = 1 << 26; // 64 Mi float32 = 256 MiB
-  const host = randomArray(Float32Array, n, (Date.now() & 0xffff) + 1);
-  const bytes = host.byteLength;
-  const table = makeTable(['where', 'work', 'ms', 'GB/s (read+write)', 'check']);
-
+  const [rows, cols] = [2048, 512];
+  const host = randomArray(Float64Array, rows * cols, (Date.now() & 0xffff) + 1);
   const t0 = process.hrtime.bigint();
-  const cpuCopy = host.slice();
+  const ref = cpuAtA(host, rows, cols);
   const cpuMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  table.push(['CPU', `copy ${bytes >> 20} MiB`, cpuMs.toFixed(3), ((2 * bytes) / cpuMs / 1e6).toFixed(1), 'reference']);
+  const small = makeTable(['C = AᵀA', 'where', 'method', 'ms', 'GFLOP/s', '‖C−ref‖/‖ref‖', 'check']);
+  small.push([
+    `${rows}×${cols}`,
+    'CPU',
+    'cpu.atA (i-k-j)',
+    cpuMs.toFixed(1),
+    gflops(rows, cols, cpuMs),
+    '—',
+    'reference',
+  ]);
 
   if (deviceCount() === 0) {
     out(`No GPU: ${runtimeInfo().noDeviceReason}`);
     out('Ran the CPU reference only.');
-    out(table.toString());
+    out(small.toString());
     return;
   }
   const name = deviceProperties(0).name;
-  using src = upload(host);
-  using dst = empty('float32', n);
-  copyDevice(dst, src); // warm-up
-  const { ms } = timed(() => copyDevice(dst, src));
-  const ok = firstMismatch(dst.toHostSync(), cpuCopy) === -1;
-  table.push([
-    name,
-    `copy ${bytes >> 20} MiB`,
-    ms.toFixed(3),
-    ((2 * bytes) / ms / 1e6).toFixed(1),
-    ok ? 'ok' : 'MISMATCH',
-  ]);
-  out(table.toString());
-  if (!ok) process.exitCode = 1;
+  const methods = ataMethods.filter((m) => cublasInfo().available || !m.startsWith('cublas'));
+  let failed = false;
+  using a = upload(host);
+  using c = empty('float64', cols * cols);
+  for (const method of methods) {
+    c.fill(NaN);
+    const ms = median(timeGpu(() => atA(a, rows, cols, { method, out: c }), { device: 0, reps: 5, warmup: 1 }));
+    const err = relativeError(c.toHostSync(), ref);
+    failed ||= !(err < 1e-12);
+    small.push([
+      `${rows}×${cols}`,
+      name,
+      method,
+      ms.toFixed(3),
+      gflops(rows, cols, ms),
+      err.toExponential(1),
+      err < 1e-12 ? 'ok' : 'FAIL',
+    ]);
+  }
+  out(small.toString());
+
+  const n = 8192;
+  const reference = methods.includes('cublas') ? 'cublas' : 'tiled';
+  const large = makeTable(['C = AᵀA', 'method', 'ms', 'GFLOP/s (2n³/t)', `vs ${reference}`, 'check']);
+  using big = empty('float64', n * n).fillRandom(Date.now() & 0xffff);
+  using bigRef = atA(big, n, n, { method: reference });
+  using bigOut = empty('float64', n * n);
+  const times: Record<string, number> = {};
+  for (const method of methods.filter((m) => m !== 'basic')) {
+    bigOut.fill(NaN);
+    times[method] = median(timeGpu(() => atA(big, n, n, { method, out: bigOut }), { device: 0, reps: 3, warmup: 1 }));
+    const err = method === reference ? 0 : deviceRelativeError(bigOut, bigRef);
+    failed ||= !(err < 1e-12);
+    large.push([
+      `${n}×${n}`,
+      method,
+      times[method].toFixed(2),
+      gflops(n, n, times[method]),
+      err.toExponential(1),
+      err < 1e-12 ? 'ok' : 'FAIL',
+    ]);
+  }
+  out(large.toString());
+  if (failed) process.exitCode = 1;
 }

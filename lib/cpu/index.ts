@@ -1,4 +1,5 @@
 // CPU references, exported as `cpu.*`. Each family adds its reference here.
+export { atA } from './ata';
 
 type Numeric = ArrayLike<number>;
 

@@ -1,0 +1,534 @@
+// Standalone test and benchmark of ck::ata (not part of the addon; keep it out of native/, whose
+// sources CMake globs). Unity build: it includes ata.cu so that the tuning variants of the fast
+// kernel (ck::ata::detail) can be run next to the public launchers.
+//
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Inative/ata bench/dev/ata/ata_harness.cu -lcublas -o /tmp/h
+//   /tmp/h            correctness on every shape, then timing, compact table last
+//   /tmp/h --small    small correctness shapes only (for compute-sanitizer)
+//   /tmp/h --variants also run the fast-kernel variants (earlier versions, forced configs, sm_80 path)
+//   /tmp/h --keeppool also time launchFast with the memory pool keeping freed memory
+//   /tmp/h --tiny     the small shapes that racecheck gets through quickly
+//   /tmp/h --profile  one launch per method at 8000² and 1000000×64, nothing else (for ncu)
+//   /tmp/h --gap-ms N idle time before each timed run (default 150)
+//   /tmp/h --no-timing
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+#include <chrono>
+#include <thread>
+
+#include "ata.cu"
+
+#define CHECK_CUDA(expr)                                                                             \
+  do {                                                                                               \
+    cudaError_t e_ = (expr);                                                                         \
+    if (e_ != cudaSuccess) {                                                                         \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                                  \
+    }                                                                                                \
+  } while (0)
+
+#define CHECK_CUBLAS(expr)                                                            \
+  do {                                                                                \
+    cublasStatus_t s_ = (expr);                                                       \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
+      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #expr, (int)s_); \
+      std::exit(2);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+namespace {
+
+cublasHandle_t gCublas = nullptr;
+cudaStream_t gStream = nullptr;
+
+__global__ void fill_uniform_kernel(double* a, int64_t count, uint64_t seed) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    uint64_t z = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    a[i] = static_cast<double>(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;  // [-1, 1)
+  }
+}
+
+// sums[0] += Σ (c - r)², sums[1] += Σ r²; counts[0] += non-finite c.
+__global__ void compare_kernel(const double* c, const double* r, int64_t count, double* sums,
+                               unsigned long long* counts) {
+  double d2 = 0, r2 = 0;
+  unsigned long long bad = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const double x = c[i], y = r[i];
+    if (!isfinite(x)) ++bad;
+    d2 += (x - y) * (x - y);
+    r2 += y * y;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    d2 += __shfl_down_sync(0xffffffffu, d2, o);
+    r2 += __shfl_down_sync(0xffffffffu, r2, o);
+    bad += __shfl_down_sync(0xffffffffu, bad, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&sums[0], d2);
+    atomicAdd(&sums[1], r2);
+    atomicAdd(&counts[0], bad);
+  }
+}
+
+// counts[1] += pairs i < j with C[i][j] and C[j][i] not bitwise equal.
+__global__ void asym_kernel(const double* c, int64_t n, unsigned long long* counts) {
+  unsigned long long bad = 0;
+  const int64_t total = n * n;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const int64_t i = e / n, j = e % n;
+    if (i < j && __double_as_longlong(c[i * n + j]) != __double_as_longlong(c[j * n + i])) ++bad;
+  }
+  for (int o = 16; o > 0; o >>= 1) bad += __shfl_down_sync(0xffffffffu, bad, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(&counts[1], bad);
+}
+
+struct Check {
+  double rel = NAN;
+  unsigned long long nonfinite = 0, asym = 0;
+  bool pass(double tol, bool needSym) const {
+    return std::isfinite(rel) && rel < tol && nonfinite == 0 && (asym == 0 || !needSym);
+  }
+};
+
+double* gSums = nullptr;
+unsigned long long* gCounts = nullptr;
+
+Check compare(const double* dC, const double* dRef, int64_t n) {
+  double*& sums = gSums;
+  unsigned long long*& counts = gCounts;
+  if (!sums) {
+    CHECK_CUDA(cudaMalloc(&sums, 2 * sizeof(double)));
+    CHECK_CUDA(cudaMalloc(&counts, 2 * sizeof(unsigned long long)));
+  }
+  CHECK_CUDA(cudaMemsetAsync(sums, 0, 2 * sizeof(double), gStream));
+  CHECK_CUDA(cudaMemsetAsync(counts, 0, 2 * sizeof(unsigned long long), gStream));
+  compare_kernel<<<1024, 256, 0, gStream>>>(dC, dRef, n * n, sums, counts);
+  CHECK_CUDA(cudaGetLastError());
+  asym_kernel<<<1024, 256, 0, gStream>>>(dC, n, counts);
+  CHECK_CUDA(cudaGetLastError());
+  double hs[2];
+  unsigned long long hc[2];
+  CHECK_CUDA(cudaMemcpyAsync(hs, sums, sizeof hs, cudaMemcpyDeviceToHost, gStream));
+  CHECK_CUDA(cudaMemcpyAsync(hc, counts, sizeof hc, cudaMemcpyDeviceToHost, gStream));
+  CHECK_CUDA(cudaStreamSynchronize(gStream));
+  Check r;
+  r.rel = hs[1] > 0 ? std::sqrt(hs[0] / hs[1]) : std::sqrt(hs[0]);
+  r.nonfinite = hc[0];
+  r.asym = hc[1];
+  return r;
+}
+
+using LaunchFn = std::function<cudaError_t(const double*, double*, int64_t, int64_t, cudaStream_t)>;
+
+cudaError_t cublasGemmAtA(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t s) {
+  // Column-major view: A is the cols×rows matrix X = Aᵀ (ld = cols), and C = X·Xᵀ.
+  const double one = 1.0, zero = 0.0;
+  CHECK_CUBLAS(cublasSetStream(gCublas, s));
+  const int n = static_cast<int>(cols), k = static_cast<int>(rows);
+  return cublasDgemm(gCublas, CUBLAS_OP_N, CUBLAS_OP_T, n, n, k, &one, A, n, A, n, &zero, C, n) ==
+                 CUBLAS_STATUS_SUCCESS
+             ? cudaSuccess
+             : cudaErrorUnknown;
+}
+
+cudaError_t cublasSyrkAtA(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t s) {
+  // Column-major lower triangle of X·Xᵀ is the row-major upper triangle; mirror it down.
+  const double one = 1.0, zero = 0.0;
+  CHECK_CUBLAS(cublasSetStream(gCublas, s));
+  const int n = static_cast<int>(cols), k = static_cast<int>(rows);
+  if (cublasDsyrk(gCublas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n, k, &one, A, n, &zero, C, n) !=
+      CUBLAS_STATUS_SUCCESS)
+    return cudaErrorUnknown;
+  return ck::ata::launchMirrorUpper(C, cols, s);
+}
+
+struct Method {
+  std::string name;
+  LaunchFn fn;
+  int64_t maxColsTimed;  // 0: no limit
+  bool variant;
+  bool ours = true;  // ours must be bitwise symmetric; cuBLAS DGEMM need not be
+  bool keepPool = false;  // time with the default memory pool keeping freed memory (no re-allocation)
+};
+
+namespace d = ck::ata::detail;
+using MS = d::MmaShape;
+// The earlier versions of the large config, kept to show what each step bought (NOTES.md).
+using V1NoPipe = d::FastConfig<128, 2, 4, 16, 4, MS::m16n8k16, 16, false, 1, false>;  // first mma kernel
+using V2Bk32 = d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k16, 16, true, 1, false>;     // deeper k, paired B
+using V3Pipe8w = d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k4, 4, true, 1, true>;      // + register pipeline
+
+// One config for every shape (splits chosen by the model unless forced).
+template <class Cfg>
+LaunchFn forced(int splits = 0) {
+  return [=](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    return d::launchFastWith<Cfg>(A, C, r, c, s, splits);
+  };
+}
+
+std::vector<Method> methods(bool variants, bool keepPoolVariant) {
+  std::vector<Method> m = {
+      {"basic", ck::ata::launchBasic, 4000, false},
+      {"tiled", ck::ata::launchTiled, 0, false},
+      {"fast", ck::ata::launchFast, 0, false},
+      {"cublasDgemm", cublasGemmAtA, 0, false, false},
+      {"cublasDsyrk+mirror", cublasSyrkAtA, 0, false},
+  };
+  if (variants) {
+    m.push_back({"v1.nopipe", forced<V1NoPipe>(), 0, true});
+    m.push_back({"v2.bk32", forced<V2Bk32>(), 0, true});
+    m.push_back({"v3.pipe8w", forced<V3Pipe8w>(), 0, true});
+    m.push_back({"v.large", forced<d::FastLarge90>(), 0, true});
+    m.push_back({"v.small", forced<d::FastSmall90>(), 0, true});
+    m.push_back({"v.large.nosplit", forced<d::FastLarge90>(1), 0, true});
+    m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
+                 }, 0, true});
+  }
+  if (variants || keepPoolVariant) {
+    Method keep{"fast.keeppool", ck::ata::launchFast, 0, true};
+    keep.keepPool = true;
+    m.push_back(keep);
+  }
+  return m;
+}
+
+void setPoolKeep(bool keep) {
+  int dev = 0;
+  cudaMemPool_t pool;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, dev));
+  uint64_t threshold = keep ? UINT64_MAX : 0;
+  CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  if (!keep) CHECK_CUDA(cudaMemPoolTrimTo(pool, 0));
+}
+
+void cpuReference(const std::vector<double>& A, std::vector<double>& C, int64_t rows, int64_t n) {
+  C.assign(static_cast<size_t>(n * n), 0.0);
+  for (int64_t k = 0; k < rows; ++k) {
+    const double* a = &A[static_cast<size_t>(k * n)];
+    for (int64_t i = 0; i < n; ++i) {
+      const double ai = a[i];
+      double* c = &C[static_cast<size_t>(i * n)];
+      for (int64_t j = i; j < n; ++j) c[j] += ai * a[j];
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) C[static_cast<size_t>(i * n + j)] = C[static_cast<size_t>(j * n + i)];
+}
+
+uint64_t freshSeed() {
+  static std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+struct Problem {
+  int64_t rows, cols;
+  double* A = nullptr;
+  double* C = nullptr;
+  double* Ref = nullptr;
+  uint64_t seed = 0;
+  std::string refKind;
+};
+
+void setup(Problem& p, bool cpuRef) {
+  const int64_t ac = p.rows * p.cols, cc = p.cols * p.cols;
+  CHECK_CUDA(cudaMalloc(&p.A, ac * sizeof(double)));
+  CHECK_CUDA(cudaMalloc(&p.C, cc * sizeof(double)));
+  CHECK_CUDA(cudaMalloc(&p.Ref, cc * sizeof(double)));
+  p.seed = freshSeed();
+  fill_uniform_kernel<<<1024, 256, 0, gStream>>>(p.A, ac, p.seed);
+  CHECK_CUDA(cudaGetLastError());
+  if (cpuRef) {
+    std::vector<double> hA(static_cast<size_t>(ac)), hC;
+    CHECK_CUDA(cudaMemcpyAsync(hA.data(), p.A, ac * sizeof(double), cudaMemcpyDeviceToHost, gStream));
+    CHECK_CUDA(cudaStreamSynchronize(gStream));
+    cpuReference(hA, hC, p.rows, p.cols);
+    CHECK_CUDA(cudaMemcpy(p.Ref, hC.data(), cc * sizeof(double), cudaMemcpyHostToDevice));
+    p.refKind = "cpu";
+  } else {
+    CHECK_CUDA(cublasGemmAtA(p.A, p.Ref, p.rows, p.cols, gStream));
+    CHECK_CUDA(cudaStreamSynchronize(gStream));
+    p.refKind = "dgemm";
+  }
+}
+
+void teardown(Problem& p) {
+  CHECK_CUDA(cudaFree(p.A));
+  CHECK_CUDA(cudaFree(p.C));
+  CHECK_CUDA(cudaFree(p.Ref));
+}
+
+void poison(const Problem& p) {
+  CHECK_CUDA(cudaMemsetAsync(p.C, 0xFF, p.cols * p.cols * sizeof(double), gStream));  // NaN
+}
+
+constexpr double kTol = 1e-12;
+int gFailures = 0;
+int gGapMs = 150;
+
+struct Row {
+  std::string shape, method;
+  double ms, tflops, gemmTflops, rel;
+  bool pass;
+};
+std::vector<Row> gRows;
+
+std::string shapeName(int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+
+void correctness(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::vector<Method>& ms) {
+  std::printf("== correctness (tol %.0e, ref: cpu float64 when rows*cols^2 <= 4e8, else cublasDgemm)\n", kTol);
+  for (auto [rows, cols] : shapes) {
+    Problem p{rows, cols};
+    setup(p, static_cast<double>(rows) * cols * cols <= 4e8);
+    for (const auto& m : ms) {
+      if (m.variant && cols < 2) continue;
+      poison(p);
+      const cudaError_t err = m.fn(p.A, p.C, rows, cols, gStream);
+      const cudaError_t serr = cudaStreamSynchronize(gStream);
+      if (err != cudaSuccess || serr != cudaSuccess) {
+        std::printf("%-14s %-20s CUDA ERROR %s / %s\n", shapeName(rows, cols).c_str(), m.name.c_str(),
+                    cudaGetErrorString(err), cudaGetErrorString(serr));
+        ++gFailures;
+        continue;
+      }
+      const Check c = compare(p.C, p.Ref, cols);
+      const bool ok = c.pass(kTol, m.ours);
+      if (!ok) ++gFailures;
+      std::printf("%-14s %-20s ref=%-5s rel=%.3e nonfinite=%llu asym=%llu seed=%016llx %s\n",
+                  shapeName(rows, cols).c_str(), m.name.c_str(), p.refKind.c_str(), c.rel, c.nonfinite, c.asym,
+                  static_cast<unsigned long long>(p.seed), ok ? "PASS" : "FAIL");
+    }
+    teardown(p);
+  }
+}
+
+void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::vector<Method>& ms) {
+  std::printf("== timing (2 warm-up rounds, median of 7; methods interleaved round-robin, the order rotated\n"
+              "   each round, %d ms idle before each timed run so every method starts from the same clock and\n"
+              "   power state; C poisoned before each run)\n", gGapMs);
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  constexpr int kWarm = 2, kReps = 7;
+  for (auto [rows, cols] : shapes) {
+    Problem p{rows, cols};
+    setup(p, false);
+    const bool square = rows == cols;
+    std::vector<const Method*> run;
+    for (const auto& m : ms) {
+      if (m.maxColsTimed && cols > m.maxColsTimed) continue;
+      if (m.name == "basic" && !square) continue;
+      run.push_back(&m);
+    }
+    std::vector<std::vector<float>> t(run.size());
+    std::vector<bool> failed(run.size(), false);
+    for (int it = 0; it < kWarm + kReps; ++it) {
+      for (size_t step = 0; step < run.size(); ++step) {
+        const size_t mi = (step + it) % run.size();
+        if (failed[mi]) continue;
+        const Method& m = *run[mi];
+        setPoolKeep(m.keepPool);
+        poison(p);
+        CHECK_CUDA(cudaStreamSynchronize(gStream));
+        if (gGapMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gGapMs));
+        CHECK_CUDA(cudaEventRecord(e0, gStream));
+        const cudaError_t err = m.fn(p.A, p.C, rows, cols, gStream);
+        CHECK_CUDA(cudaEventRecord(e1, gStream));
+        const cudaError_t serr = cudaEventSynchronize(e1);
+        if (err != cudaSuccess || serr != cudaSuccess) {
+          std::printf("%s %s CUDA ERROR %s / %s\n", shapeName(rows, cols).c_str(), m.name.c_str(),
+                      cudaGetErrorString(err), cudaGetErrorString(serr));
+          failed[mi] = true;
+          ++gFailures;
+          continue;
+        }
+        float ms_ = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms_, e0, e1));
+        if (it >= kWarm) t[mi].push_back(ms_);
+        if (it == kWarm + kReps - 1) {
+          // Last round: this method's C is the one checked.
+          std::vector<float> v = t[mi];
+          std::sort(v.begin(), v.end());
+          const double med = v[v.size() / 2];
+          const Check c = compare(p.C, p.Ref, cols);
+          const bool ok = c.pass(kTol, m.ours);
+          if (!ok) ++gFailures;
+          const double useful = static_cast<double>(cols) * cols * rows;
+          Row r{shapeName(rows, cols), m.name, med, useful / (med * 1e-3) / 1e12,
+                2 * useful / (med * 1e-3) / 1e12, c.rel, ok};
+          gRows.push_back(r);
+          std::printf("%-14s %-20s %10.3f ms  %7.2f TFLOP/s (n^2*rows)  %7.2f (2*rows*n^2)  min %.3f max %.3f  "
+                      "rel=%.2e %s\n",
+                      r.shape.c_str(), r.method.c_str(), med, r.tflops, r.gemmTflops, v.front(), v.back(), c.rel,
+                      ok ? "PASS" : "FAIL");
+          std::fflush(stdout);
+        }
+      }
+    }
+    setPoolKeep(false);
+    teardown(p);
+  }
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
+}
+
+template <class Cfg, bool V>
+void printKernel(const char* name) {
+  cudaFuncAttributes a{};
+  CHECK_CUDA(cudaFuncGetAttributes(&a, d::ata_mma_sym_kernel<Cfg, V>));
+  int perSm = 0;
+  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Cfg::Smem)));
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<Cfg, V>, Cfg::Threads,
+                                                           Cfg::Smem));
+  std::printf("kernel %-28s vec16=%d regs=%3d local=%zu dynsmem=%zu threads=%d blocks/SM=%d\n", name, V, a.numRegs,
+              a.localSizeBytes, Cfg::Smem, Cfg::Threads, perSm);
+}
+
+template <class Cfg>
+void printPlan(int64_t rows, int64_t cols, double rel) {
+  d::FastPlan p;
+  CHECK_CUDA(d::planFast<Cfg>(reinterpret_cast<const double*>(256), rows, cols, d::kModelFlops * rel, 0, p));
+  const int64_t T = d::ceilDiv(cols, Cfg::BM), tiles = T * (T + 1) / 2;
+  std::printf("plan %-14s BM=%3d tiles=%6lld perSM=%d splits=%4d model=%.3f ms\n", shapeName(rows, cols).c_str(),
+              Cfg::BM, (long long)tiles, p.perSm, p.splits, p.seconds * 1e3);
+}
+
+void printPlans() {
+  printKernel<d::FastLarge90, true>("FastLarge90");
+  printKernel<d::FastLarge90, false>("FastLarge90");
+  printKernel<d::FastSmall90, true>("FastSmall90");
+  printKernel<d::FastSmall90, false>("FastSmall90");
+  printKernel<d::FastLarge80, true>("FastLarge80 (m8n8k4)");
+  printKernel<d::FastSmall80, true>("FastSmall80 (m8n8k4)");
+  printKernel<V1NoPipe, true>("V1NoPipe");
+  printKernel<V2Bk32, true>("V2Bk32");
+  printKernel<V3Pipe8w, true>("V3Pipe8w");
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {8000, 8000}, {16000, 16000},
+                                                             {200000, 2000}, {20000, 130}, {1000000, 64}, {5000, 64}}) {
+    printPlan<d::FastLarge90>(r, c, 1.0);
+    printPlan<d::FastSmall90>(r, c, d::kSmallTileRate);
+  }
+}
+
+// --profile: no helper kernels (A is filled from the host), one launch of each method, for ncu.
+void profile() {
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{8000, 8000}, {1000000, 64}}) {
+    const int64_t ac = rows * cols;
+    std::vector<double> h(static_cast<size_t>(ac));
+    std::mt19937_64 rng(freshSeed());
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (auto& x : h) x = u(rng);
+    double *A, *C;
+    CHECK_CUDA(cudaMalloc(&A, ac * sizeof(double)));
+    CHECK_CUDA(cudaMalloc(&C, cols * cols * sizeof(double)));
+    CHECK_CUDA(cudaMemcpy(A, h.data(), ac * sizeof(double), cudaMemcpyHostToDevice));
+    CHECK_CUDA(ck::ata::launchFast(A, C, rows, cols, gStream));
+    if (cols > 64) {
+      CHECK_CUDA(cublasGemmAtA(A, C, rows, cols, gStream));
+      CHECK_CUDA(cublasSyrkAtA(A, C, rows, cols, gStream));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(gStream));
+    CHECK_CUDA(cudaFree(A));
+    CHECK_CUDA(cudaFree(C));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool small = false, tiny = false, variants = false, doTiming = true, profileOnly = false, keepPool = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--small")) small = true;
+    else if (!std::strcmp(argv[i], "--tiny")) small = tiny = true;
+    else if (!std::strcmp(argv[i], "--variants")) variants = true;
+    else if (!std::strcmp(argv[i], "--profile")) profileOnly = true;
+    else if (!std::strcmp(argv[i], "--keeppool")) keepPool = true;
+    else if (!std::strcmp(argv[i], "--gap-ms") && i + 1 < argc) gGapMs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-timing")) doTiming = false;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  int dev = 0;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device %s, cc %d.%d, %d SMs, L2 %d MB\n", prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  CHECK_CUDA(cudaStreamCreateWithFlags(&gStream, cudaStreamNonBlocking));
+  CHECK_CUBLAS(cublasCreate(&gCublas));
+  CHECK_CUBLAS(cublasSetStream(gCublas, gStream));
+
+  if (profileOnly) {
+    profile();
+    CHECK_CUBLAS(cublasDestroy(gCublas));
+    CHECK_CUDA(cudaStreamDestroy(gStream));
+    return 0;
+  }
+  const auto ms = methods(variants, keepPool);
+  std::vector<std::pair<int64_t, int64_t>> smallShapes = {
+      {1, 1},    {1, 7},    {7, 1},     {2, 2},     {17, 33},   {33, 17},     {257, 131},  {1009, 17},
+      {128, 128}, {129, 257}, {64, 64},  {65, 63},   {300, 65},  {40, 130},    {3, 200},    {5000, 64},
+      {1000, 2}, {2000, 130}, {20000, 130}, {20001, 131}, {50, 1000}, {777, 255}, {4096, 256}, {17, 1025}};
+  std::vector<std::pair<int64_t, int64_t>> bigShapes = {{2000, 2000}, {1000000, 64}, {200000, 2000}, {3001, 2999}};
+  if (tiny) {
+    // racecheck tracks every shared-memory access: keep the work small.
+    smallShapes.erase(std::remove_if(smallShapes.begin(), smallShapes.end(),
+                                     [](auto s) { return static_cast<double>(s.first) * s.second * s.second > 6e7; }),
+                      smallShapes.end());
+  }
+  printPlans();
+  correctness(smallShapes, ms);
+  if (!small) {
+    correctness(bigShapes, ms);
+    if (doTiming) {
+      timing({{2000, 2000}, {4000, 4000}, {8000, 8000}, {16000, 16000}, {1000000, 64}, {200000, 2000}}, ms);
+    }
+  }
+
+  if (!gRows.empty()) {
+    std::printf("\n== table: ms | TFLOP/s (n^2*rows) | x DSYRK time | x DGEMM time (>1 = faster)\n");
+    std::string last;
+    double syrk = 0, gemm = 0;
+    for (const auto& r : gRows) {
+      if (r.shape != last) {
+        last = r.shape;
+        syrk = gemm = 0;
+        for (const auto& q : gRows)
+          if (q.shape == r.shape) {
+            if (q.method == "cublasDsyrk+mirror") syrk = q.ms;
+            if (q.method == "cublasDgemm") gemm = q.ms;
+          }
+      }
+      std::printf("%-14s %-20s %10.3f %7.2f %6.2f %6.2f %s\n", r.shape.c_str(), r.method.c_str(), r.ms, r.tflops,
+                  syrk > 0 ? syrk / r.ms : 0.0, gemm > 0 ? gemm / r.ms : 0.0, r.pass ? "" : "FAIL");
+    }
+  }
+  std::printf("\n%s: %d failure(s)\n", gFailures ? "FAILED" : "ALL PASS", gFailures);
+  if (gSums) CHECK_CUDA(cudaFree(gSums));
+  if (gCounts) CHECK_CUDA(cudaFree(gCounts));
+  CHECK_CUBLAS(cublasDestroy(gCublas));
+  CHECK_CUDA(cudaStreamDestroy(gStream));
+  return gFailures ? 1 : 0;
+}

@@ -1,0 +1,69 @@
+// AᵀA benchmark: the report's square table 2000²…18000² and two tall-skinny shapes, every method.
+import { deviceRelativeError, empty, type DeviceArray } from '../array';
+import { cublasInfo } from '../device';
+import { atA, ataMethods } from '../ops/ata';
+import { type BenchContext, type BenchFamily, median, timeGpu } from './harness';
+import type { BenchRow } from './results';
+
+const SQUARES = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000];
+const TALL: [number, number][] = [
+  [1_000_000, 64],
+  [200_000, 2000],
+];
+// The report's basic kernel is slow; past this size it would dominate the run.
+const BASIC_MAX = 8000;
+
+function randomDevice(rows: number, cols: number, device: number, seed: number): DeviceArray<'float64'> {
+  return empty('float64', rows * cols, { device }).fillRandom(seed);
+}
+
+/** Rate unit from the issue: GEMM-equivalent GFLOP/s = 2·rows·cols² / time. */
+function gflops(rows: number, cols: number, ms: number): number {
+  return (2 * rows * cols * cols) / (ms * 1e-3) / 1e9;
+}
+
+export const ataFamily: BenchFamily = {
+  op: 'ata',
+  description: 'C = AᵀA in float64 (GEMM-equivalent GFLOP/s = 2·rows·cols²/time)',
+  run(ctx: BenchContext): BenchRow[] {
+    const shapes: [number, number][] = ctx.sizes
+      ? ctx.sizes.map((n) => [n, n])
+      : ctx.quick
+        ? [
+            [2000, 2000],
+            [100_000, 64],
+          ]
+        : [...SQUARES.map((n): [number, number] => [n, n]), ...TALL];
+    const haveCublas = cublasInfo().available;
+    const methods = (ctx.methods ?? [...ataMethods]).filter((m) => haveCublas || !m.startsWith('cublas'));
+    const reference = haveCublas ? 'cublas' : 'tiled';
+    const rows: BenchRow[] = [];
+    for (const [r, c] of shapes) {
+      using a = randomDevice(r, c, ctx.device, r * 31 + c);
+      using ref = atA(a, r, c, { method: reference });
+      using out = empty('float64', c * c, { device: ctx.device });
+      const big = r * c * c > 1e12;
+      for (const method of methods) {
+        if (method === 'basic' && Math.max(r, c) > BASIC_MAX && r === c) continue;
+        ctx.progress(`ata ${method} ${r}x${c}`);
+        out.fill(NaN);
+        const run = () => atA(a, r, c, { method: method as never, out });
+        const samples = timeGpu(run, { ...ctx, reps: big ? Math.min(ctx.reps, 5) : ctx.reps, warmup: 1 });
+        const ms = median(samples);
+        const err = deviceRelativeError(out, ref);
+        rows.push({
+          op: 'ata',
+          method,
+          size: `${r}x${c}`,
+          ms,
+          rate: gflops(r, c, ms),
+          unit: 'GFLOP/s',
+          reps: samples.length,
+          check: err < 1e-12 ? 'ok' : 'fail',
+          note: method === reference ? 'reference' : `relative error vs ${reference}: ${err.toExponential(2)}`,
+        });
+      }
+    }
+    return rows;
+  },
+};

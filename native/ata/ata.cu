@@ -1,0 +1,775 @@
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "ata.h"
+
+namespace ck {
+namespace ata {
+namespace detail {
+
+__host__ __device__ inline int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Upper-triangle tile t (column-major over the triangle: column bj holds tiles bi = 0..bj) to
+// (bi, bj). The sqrt guess is corrected both ways because a double sqrt can be off by one for
+// large t.
+__device__ __forceinline__ void upperTileFromLinear(int64_t t, int& bi, int& bj) {
+  int64_t c = static_cast<int64_t>((sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) * 0.5);
+  while (c > 0 && c * (c + 1) / 2 > t) --c;
+  while ((c + 1) * (c + 2) / 2 <= t) ++c;
+  bj = static_cast<int>(c);
+  bi = static_cast<int>(t - c * (c + 1) / 2);
+}
+
+// Writes v at (r, c) and its mirror, for r <= c inside the matrix. Writing only from the upper
+// element makes C bitwise symmetric even where the two triangles were computed separately.
+__device__ __forceinline__ void storeSym(double* C, int64_t n, int64_t r, int64_t c, double v) {
+  if (r <= c && c < n) {
+    C[r * n + c] = v;
+    if (r != c) C[c * n + r] = v;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// basic
+
+__global__ void ata_basic_kernel(const double* __restrict__ A, double* __restrict__ C, int64_t rows,
+                                 int64_t n) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  // gridDim.y is capped at 65535, so rows of C are grid-strided.
+  for (int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; i < n;
+       i += static_cast<int64_t>(gridDim.y) * blockDim.y) {
+    const double* pi = A + i;
+    const double* pj = A + j;
+    double s = 0.0;
+    // fma(a_i, a_j, s) == fma(a_j, a_i, s) exactly, so (i, j) and (j, i) come out bitwise equal.
+    for (int64_t k = 0; k < rows; ++k, pi += n, pj += n) s = fma(*pi, *pj, s);
+    C[i * n + j] = s;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tiled
+
+constexpr int kTile = 32;         // tile edge of the tiled and mirror kernels
+constexpr int kTileRowsStep = 8;  // blockDim.y: each thread owns kTile / 8 = 4 outputs
+
+// Both operands are K-slabs of A stored [k][column], exactly as they lie in the row-major A: loads
+// are coalesced along columns, and in the product loop sI[k][i] is one broadcast address per warp
+// while sJ[k][tx] is 32 consecutive doubles, so no padding is needed there. The report's layout
+// (sT[ty][tx] = A[(k + tx) * cols + row]) read A with a stride of `cols` instead.
+__global__ void __launch_bounds__(kTile* kTileRowsStep)
+    ata_tiled_sym_kernel(const double* __restrict__ A, double* __restrict__ C, int64_t rows, int64_t n) {
+  __shared__ double sI[kTile][kTile];
+  __shared__ double sJ[kTile][kTile];
+  // +1 column: the transposed read for the mirror walks a column, which would be a 16-way bank
+  // conflict (for 8-byte words) with a pitch of 32.
+  __shared__ double sOut[kTile][kTile + 1];
+
+  int bi, bj;
+  upperTileFromLinear(blockIdx.x, bi, bj);
+  const bool diag = bi == bj;  // uniform per block: a diagonal tile reads one slab for both sides
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t i0 = static_cast<int64_t>(bi) * kTile, j0 = static_cast<int64_t>(bj) * kTile;
+  const bool iIn = i0 + tx < n, jIn = j0 + tx < n;
+
+  double acc[kTile / kTileRowsStep] = {};
+  for (int64_t k0 = 0; k0 < rows; k0 += kTile) {
+#pragma unroll
+    for (int r = ty; r < kTile; r += kTileRowsStep) {
+      const int64_t k = k0 + r;
+      const double* row = A + k * n;
+      sI[r][tx] = (k < rows && iIn) ? row[i0 + tx] : 0.0;
+      if (!diag) sJ[r][tx] = (k < rows && jIn) ? row[j0 + tx] : 0.0;
+    }
+    __syncthreads();
+    const double(*sj)[kTile] = diag ? sI : sJ;
+#pragma unroll
+    for (int kk = 0; kk < kTile; ++kk) {
+      const double b = sj[kk][tx];
+#pragma unroll
+      for (int q = 0; q < kTile / kTileRowsStep; ++q) acc[q] = fma(sI[kk][ty + q * kTileRowsStep], b, acc[q]);
+    }
+    __syncthreads();
+  }
+
+  // Upper element (i, j) = (i0 + ty + 8q, j0 + tx): a coalesced row segment.
+#pragma unroll
+  for (int q = 0; q < kTile / kTileRowsStep; ++q) {
+    const int li = ty + q * kTileRowsStep;
+    const int64_t i = i0 + li, j = j0 + tx;
+    if (i <= j && j < n) C[i * n + j] = acc[q];
+    sOut[li][tx] = acc[q];
+  }
+  __syncthreads();
+  // Mirror element (j, i) = (j0 + r, i0 + tx), also a coalesced row segment, read transposed.
+#pragma unroll
+  for (int r = ty; r < kTile; r += kTileRowsStep) {
+    const int64_t j = j0 + r, i = i0 + tx;
+    if (i < j && j < n) C[j * n + i] = sOut[tx][r];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// mirror
+
+// Block (bi <= bj) reads upper block (bi, bj) row-wise and writes lower block (bj, bi) row-wise,
+// transposing through shared memory so both global sides are coalesced.
+__global__ void __launch_bounds__(kTile* kTileRowsStep)
+    ata_mirror_upper_kernel(double* __restrict__ C, int64_t n) {
+  __shared__ double t[kTile][kTile + 1];  // +1: the transposed read is conflict-free
+  int bi, bj;
+  upperTileFromLinear(blockIdx.x, bi, bj);
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t r0 = static_cast<int64_t>(bi) * kTile, c0 = static_cast<int64_t>(bj) * kTile;
+#pragma unroll
+  for (int r = ty; r < kTile; r += kTileRowsStep) {
+    const int64_t row = r0 + r, col = c0 + tx;
+    if (row <= col && col < n) t[r][tx] = C[row * n + col];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = ty; r < kTile; r += kTileRowsStep) {
+    const int64_t row = c0 + r, col = r0 + tx;  // lower element (row, col) = upper (col, row)
+    if (col < row && row < n) C[row * n + col] = t[tx][r];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// fast: FP64 tensor cores
+
+enum class MmaShape { m8n8k4, m16n8k4, m16n8k8, m16n8k16 };
+
+// One warp fragment is 16 rows × 8 columns × KS k. Thread (g = lane / 4, t = lane % 4) holds
+//   a[2u], a[2u+1] = rows 2g, 2g+1 (of the 16) at k = t + 4u,  u < KS / 4
+//   b[u]           = column g at k = t + 4u
+//   c[0], c[1]     = row 2g,   columns 2t, 2t+1;   c[2], c[3] = row 2g+1, same columns.
+// The PTX m16n8kK f64 layout puts a0 at row g and a1 at row g + 8; mapping hardware rows g and
+// g + 8 to rows 2g and 2g + 1 makes each thread's two A values adjacent in shared memory (one
+// 16-byte load) and its C values a 2×2 block (16-byte stores for the tile and its mirror). k is a
+// pure reduction index, so its order only has to agree between a and b. m8n8k4 (sm_80) issues
+// the two 8-row halves as two instructions.
+template <MmaShape Shape, int KS>
+__device__ __forceinline__ void mmaStep(double (&c)[4], const double (&a)[KS / 2],
+                                        const double (&b)[KS / 4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Shape == MmaShape::m8n8k4) {
+#pragma unroll
+    for (int u = 0; u < KS / 4; ++u) {
+      asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+          : "+d"(c[0]), "+d"(c[1])
+          : "d"(a[2 * u]), "d"(b[u]));
+      asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+          : "+d"(c[2]), "+d"(c[3])
+          : "d"(a[2 * u + 1]), "d"(b[u]));
+    }
+  }
+#if __CUDA_ARCH__ >= 900
+  if constexpr (Shape == MmaShape::m16n8k4) {
+#pragma unroll
+    for (int u = 0; u < KS / 4; ++u) {
+      asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+          : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+          : "d"(a[2 * u]), "d"(a[2 * u + 1]), "d"(b[u]));
+    }
+  }
+  if constexpr (Shape == MmaShape::m16n8k8) {
+    static_assert(KS % 8 == 0, "m16n8k8 needs KS % 8 == 0");
+#pragma unroll
+    for (int v = 0; v < KS / 8; ++v) {
+      asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};\n"
+          : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+          : "d"(a[4 * v]), "d"(a[4 * v + 1]), "d"(a[4 * v + 2]), "d"(a[4 * v + 3]), "d"(b[2 * v]),
+            "d"(b[2 * v + 1]));
+    }
+  }
+  if constexpr (Shape == MmaShape::m16n8k16) {
+    static_assert(KS % 16 == 0, "m16n8k16 needs KS % 16 == 0");
+#pragma unroll
+    for (int w = 0; w < KS / 16; ++w) {
+      asm("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
+          "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+          : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+          : "d"(a[8 * w]), "d"(a[8 * w + 1]), "d"(a[8 * w + 2]), "d"(a[8 * w + 3]), "d"(a[8 * w + 4]),
+            "d"(a[8 * w + 5]), "d"(a[8 * w + 6]), "d"(a[8 * w + 7]), "d"(b[4 * w]), "d"(b[4 * w + 1]),
+            "d"(b[4 * w + 2]), "d"(b[4 * w + 3]));
+    }
+  }
+#else
+  // The 16-row f64 shapes exist from sm_90 on; the launcher never picks them below that.
+  if constexpr (Shape != MmaShape::m8n8k4) __trap();
+#endif
+#endif
+}
+
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copies `bytes` (0 or the full width) and zero-fills the rest: out-of-range rows and columns of A
+// become zeros in shared memory, so edge tiles need no special case in the product loop.
+template <int Width>
+__device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Width == 16) {
+    // .cg: the slab is reused from L2 by other blocks, not by this SM's L1.
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes)
+                 : "memory");
+  }
+#endif
+}
+
+__device__ __forceinline__ void cpAsyncCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
+          bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false>
+struct FastConfig {
+  static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
+  static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
+  static constexpr int BK = BK_, Stages = Stages_, KS = KS_;
+  static constexpr MmaShape Shape = Shape_;
+  // PairB: two neighbouring 8-column B fragments take physical columns 2g and 2g + 1 of a 16-column
+  // group, so each thread loads both with one 16-byte access, like A.
+  static constexpr bool PairB = PairB_;
+  static constexpr int MinBlocks = MinBlocks_;
+  static constexpr bool Pipelined = Pipelined_;  // fragments double-buffered in registers
+  static constexpr int Threads = 32 * WarpsM * WarpsN;
+  static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
+  static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
+  // Row pitch ≡ 4 (mod 16) doubles. A quarter-warp's 16-byte loads (k = t + 4u, columns 2g, 2g+1
+  // for g < 2, t < 4) then start at 4t + 2g (mod 16): 8 disjoint pairs covering all 32 banks; a
+  // half-warp's 8-byte loads (k = t, column g for g < 4) land on 4t + g: 16 distinct words. It
+  // also keeps every row 16-byte aligned for cp.async.
+  static constexpr int LDS = BM + 4;
+  static constexpr int Slab = BK * LDS;  // doubles per operand per stage
+  static constexpr size_t Smem = static_cast<size_t>(Stages) * 2 * Slab * sizeof(double);
+  static_assert(WM % 16 == 0 && WN % (PairB ? 16 : 8) == 0 && BK % KS == 0 && KS % 4 == 0, "tile shape");
+  static_assert(Stages >= 2, "pipeline");
+};
+
+// Tiles of one launch run in bands of `bandRows` tile-rows, column by column inside a band, so the
+// blocks resident at one time touch about bandRows + SMs / bandRows column slabs of A and re-read
+// them from L2 rather than DRAM.
+constexpr int kBandRows = 8;
+
+__device__ __forceinline__ void bandedTileCoords(int64_t t, int T, int bandRows, int& bi, int& bj) {
+  int b0 = 0;
+  for (;;) {
+    const int gb = min(bandRows, T - b0);
+    const int64_t tri = static_cast<int64_t>(gb) * (gb + 1) / 2;
+    const int64_t count = tri + static_cast<int64_t>(gb) * (T - b0 - gb);
+    if (t < count) {
+      if (t < tri) {
+        int c = 0;
+        while ((c + 1) * (c + 2) / 2 <= t) ++c;
+        bj = b0 + c;
+        bi = b0 + static_cast<int>(t - c * (c + 1) / 2);
+      } else {
+        const int64_t r = t - tri;
+        bj = b0 + gb + static_cast<int>(r / gb);
+        bi = b0 + static_cast<int>(r % gb);
+      }
+      return;
+    }
+    t -= count;
+    b0 += gb;
+  }
+}
+
+// One block per (upper tile, K split). partial == nullptr: the block owns the whole K range and
+// writes its tile and the mirror into C. Otherwise it writes its BM×BM partial sum to
+// partial[split][tile] and ata_splitk_reduce_kernel finishes.
+template <class Cfg, bool Vec16>
+__global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
+    ata_mma_sym_kernel(const double* __restrict__ A, double* __restrict__ C, double* __restrict__ partial,
+                       int64_t rows, int64_t n, int T, int bandRows, int64_t kTilesPerSplit) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int BM = Cfg::BM, BK = Cfg::BK, Stages = Cfg::Stages, KS = Cfg::KS, LDS = Cfg::LDS;
+  constexpr int Slab = Cfg::Slab, Threads = Cfg::Threads, MT = Cfg::MT, NT = Cfg::NT;
+  constexpr bool PairB = Cfg::PairB;
+  extern __shared__ __align__(16) double smem[];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int wm0 = (warp / Cfg::WarpsN) * Cfg::WM, wn0 = (warp % Cfg::WarpsN) * Cfg::WN;
+
+  const int64_t tile = blockIdx.x;
+  const int split = blockIdx.y;
+  int bi, bj;
+  bandedTileCoords(tile, T, bandRows, bi, bj);
+  const bool diag = bi == bj;  // uniform: a diagonal tile loads one slab and uses it twice
+  const int64_t i0 = static_cast<int64_t>(bi) * BM, j0 = static_cast<int64_t>(bj) * BM;
+  const int64_t kBegin = split * kTilesPerSplit * BK;
+  const int64_t kEnd = min(rows, kBegin + kTilesPerSplit * BK);
+  const int kTiles = static_cast<int>(ceilDiv(kEnd - kBegin, BK));
+
+  // Copy plan: a stage is BK rows × BM columns per operand, in Width-byte chunks.
+  constexpr int Width = Vec16 ? 16 : 8;
+  constexpr int PerChunk = Width / 8;
+  constexpr int ChunksPerRow = BM / PerChunk;
+  static_assert(Threads % ChunksPerRow == 0 && (BK * ChunksPerRow) % Threads == 0, "copy plan");
+  constexpr int RowStep = Threads / ChunksPerRow;
+  constexpr int PerThread = BK * ChunksPerRow / Threads;
+  const int cr = tid / ChunksPerRow;
+  const int cc = (tid % ChunksPerRow) * PerChunk;
+  // With Vec16, n is even and chunks start at even columns, so a chunk is all in or all out.
+  const bool iIn = i0 + cc < n, jIn = j0 + cc < n;
+
+  auto loadStage = [&](int kt, int stage) {
+    double* sI = smem + stage * 2 * Slab;
+    double* sJ = sI + Slab;
+    const int64_t k0 = kBegin + static_cast<int64_t>(kt) * BK;
+#pragma unroll
+    for (int p = 0; p < PerThread; ++p) {
+      const int r = cr + p * RowStep;
+      const bool kIn = k0 + r < kEnd;
+      const double* row = A + (k0 + r) * n;
+      cpAsyncZfill<Width>(sI + r * LDS + cc, (kIn && iIn) ? row + i0 + cc : A, (kIn && iIn) ? Width : 0);
+      if (!diag)
+        cpAsyncZfill<Width>(sJ + r * LDS + cc, (kIn && jIn) ? row + j0 + cc : A, (kIn && jIn) ? Width : 0);
+    }
+  };
+
+  double acc[MT][NT][4];
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NT; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0;
+
+  // Fragments of one KS-deep step: A for MT 16-row blocks, B for NT 8-column blocks.
+  auto loadFrags = [&](double(&fa)[MT][KS / 2], double(&fb)[NT][KS / 4], const double* sI, const double* sJ,
+                       int kk) {
+#pragma unroll
+    for (int u = 0; u < KS / 4; ++u) {
+      const double* row = sJ + (kk + t + 4 * u) * LDS + wn0;
+      if constexpr (PairB) {
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          const double2 v = *reinterpret_cast<const double2*>(row + np * 16 + 2 * g);
+          fb[2 * np][u] = v.x;
+          fb[2 * np + 1][u] = v.y;
+        }
+      } else {
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) fb[ni][u] = row[ni * 8 + g];
+      }
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        const double2 v =
+            *reinterpret_cast<const double2*>(sI + (kk + t + 4 * u) * LDS + wm0 + mi * 16 + 2 * g);
+        fa[mi][2 * u] = v.x;
+        fa[mi][2 * u + 1] = v.y;
+      }
+    }
+  };
+  auto mmaFrags = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4]) {
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
+  };
+  auto stageI = [&](int kt) -> const double* { return smem + (kt % Stages) * 2 * Slab; };
+
+  if constexpr (!Cfg::Pipelined) {
+#pragma unroll
+    for (int s = 0; s < Stages - 1; ++s) {
+      if (s < kTiles) loadStage(s, s);
+      cpAsyncCommit();
+    }
+    for (int kt = 0; kt < kTiles; ++kt) {
+      cpAsyncWait<Stages - 2>();
+      // One barrier per stage: it publishes stage kt to all warps and proves that every warp is
+      // done with stage kt - 1, whose slot the next load overwrites.
+      __syncthreads();
+      {
+        const int next = kt + Stages - 1;
+        if (next < kTiles) loadStage(next, next % Stages);
+        cpAsyncCommit();
+      }
+      const double* sI = stageI(kt);
+      const double* sJ = diag ? sI : sI + Slab;
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += KS) {
+        double fa[MT][KS / 2], fb[NT][KS / 4];
+        loadFrags(fa, fb, sI, sJ, kk);
+        mmaFrags(fa, fb);
+      }
+    }
+  } else {
+    // Fragments are double-buffered in registers: step s + 1 is read from shared memory while the
+    // tensor cores run step s, so shared-memory latency hides behind MMAs instead of stalling
+    // (with two warps per scheduler there is too little other work to hide it). The barrier sits
+    // before the last step of a stage: by then every warp has all of stage kt in registers, so its
+    // slot can be refilled (all Stages slots prefetch), and the first fragments of stage kt + 1
+    // load while the last MMAs of stage kt run.
+    constexpr int Steps = BK / KS;
+    static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
+    double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
+#pragma unroll
+    for (int s = 0; s < Stages; ++s) {
+      if (s < kTiles) loadStage(s, s);
+      cpAsyncCommit();
+    }
+    cpAsyncWait<Stages - 1>();
+    __syncthreads();
+    loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
+    for (int kt = 0; kt < kTiles; ++kt) {
+      const double* sI = stageI(kt);
+      const double* sJ = diag ? sI : sI + Slab;
+#pragma unroll
+      for (int s = 0; s < Steps; ++s) {
+        if (s == Steps - 1) {
+          cpAsyncWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
+          __syncthreads();
+          if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
+          cpAsyncCommit();
+          if (kt + 1 < kTiles) {
+            const double* nI = stageI(kt + 1);
+            loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
+          }
+        } else {
+          loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], sI, sJ, (s + 1) * KS);
+        }
+        mmaFrags(fa[s & 1], fb[s & 1]);
+      }
+    }
+  }
+  cpAsyncWait<0>();
+
+  // Each thread holds 2×W blocks: rows r, r + 1 and W consecutive columns from c (W = 4 with PairB:
+  // fragment 2np + s, hardware column h sits at physical column 16np + 2h + s).
+  constexpr int W = PairB ? 4 : 2;
+  constexpr int Groups = NT * 2 / W;
+  // 16-byte stores need 16-byte-aligned addresses: (r * n + c) even for even c, i.e. n even.
+  const bool vecStore = !diag && n % 2 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
+  double* P = partial ? partial + (static_cast<int64_t>(split) * gridDim.x + tile) * (BM * BM) : nullptr;
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int q = 0; q < Groups; ++q) {
+      double v[2][W];
+      int lc;
+      if constexpr (PairB) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            v[h][2 * e] = acc[mi][2 * q][2 * h + e];
+            v[h][2 * e + 1] = acc[mi][2 * q + 1][2 * h + e];
+          }
+        lc = wn0 + q * 16 + 4 * t;
+      } else {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) v[h][e] = acc[mi][q][2 * h + e];
+        lc = wn0 + q * 8 + 2 * t;
+      }
+      const int lr = wm0 + mi * 16 + 2 * g;
+      if (P) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int w = 0; w < W; w += 2)
+            *reinterpret_cast<double2*>(P + (lr + h) * BM + lc + w) = make_double2(v[h][w], v[h][w + 1]);
+        continue;
+      }
+      const int64_t r = i0 + lr, c = j0 + lc;
+      if (vecStore && r + 1 < n && c + W - 1 < n) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int w = 0; w < W; w += 2)
+            *reinterpret_cast<double2*>(C + (r + h) * n + c + w) = make_double2(v[h][w], v[h][w + 1]);
+#pragma unroll
+        for (int w = 0; w < W; ++w)
+          *reinterpret_cast<double2*>(C + (c + w) * n + r) = make_double2(v[0][w], v[1][w]);
+      } else {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int w = 0; w < W; ++w) storeSym(C, n, r + h, c + w, v[h][w]);
+      }
+    }
+#endif
+}
+
+// Sums the splits of each partial tile in a fixed order (deterministic) and writes C and its
+// mirror. blockIdx.x: tile; blockIdx.y: a run of 32 elements of the BM×BM tile. Each of the 8 warps
+// sums every 8th split, then warp 0 adds the 8 partial sums in order: 8 loads in flight per element
+// instead of one long dependent chain.
+constexpr int kReduceLanes = 32, kReduceGroups = 8;
+
+__global__ void __launch_bounds__(kReduceLanes* kReduceGroups)
+    ata_splitk_reduce_kernel(const double* __restrict__ partial, double* __restrict__ C, int64_t n, int T,
+                             int bandRows, int bm, int splits) {
+  __shared__ double part[kReduceGroups][kReduceLanes];
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int64_t tile = blockIdx.x, tiles = gridDim.x;
+  const int64_t tileElems = static_cast<int64_t>(bm) * bm;
+  const int e = blockIdx.y * kReduceLanes + x;
+  double s = 0.0;
+  for (int k = y; k < splits; k += kReduceGroups) s += partial[(k * tiles + tile) * tileElems + e];
+  part[y][x] = s;
+  __syncthreads();
+  if (y != 0) return;
+#pragma unroll
+  for (int k = 1; k < kReduceGroups; ++k) s += part[k][x];
+  int bi, bj;
+  bandedTileCoords(tile, T, bandRows, bi, bj);
+  const int64_t r = static_cast<int64_t>(bi) * bm + e / bm, c = static_cast<int64_t>(bj) * bm + e % bm;
+  storeSym(C, n, r, c, s);
+}
+
+// Guesses for the cost model only (relative costs matter, not absolute accuracy).
+constexpr double kModelFlops = 50e12;         // sustained FP64 tensor rate of the device, 128-tiles
+constexpr double kModelBandwidth = 2.5e12;    // sustained DRAM bytes/s
+constexpr double kModelLaunch = 8e-6;         // the extra reduce launch, seconds
+constexpr double kModelAllocPerByte = 1e-12;  // cudaMallocAsync from a trimmed pool: ~1 us per MB (measured)
+constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
+constexpr int kMaxSplits = 4096;
+
+struct FastPlan {
+  int splits = 1;
+  double seconds = 0;  // model estimate
+  int perSm = 0;
+  bool vec16 = false;
+};
+
+// Picks the number of K splits: waves × (k-tiles per split) of tile time, plus workspace allocation
+// and the reduce pass. Splitting must win by 3%: the model is rough and splitting costs memory.
+inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slots, int bm, int bk,
+                         double rate) {
+  const double tileSeconds = 2.0 * bm * bm * bk / (rate / slots);  // one k-tile of one block
+  const double tileBytes = 8.0 * bm * bm;
+  auto cost = [&](int64_t s) {
+    const int64_t kPer = ceilDiv(kTiles, s);
+    const int64_t sEff = ceilDiv(kTiles, kPer);
+    const int64_t waves = ceilDiv(tiles * sEff, slots);
+    double c = static_cast<double>(waves) * kPer * tileSeconds;
+    if (sEff > 1) {
+      const double ws = sEff * tiles * tileBytes;
+      c += ws * (kModelAllocPerByte + 2.0 / kModelBandwidth) + 2.0 * tiles * tileBytes / kModelBandwidth +
+           kModelLaunch;
+    }
+    return c;
+  };
+  const double one = cost(1);
+  double best = one;
+  int bestS = 1;
+  const int64_t perSplitBytes = tiles * bm * bm * static_cast<int64_t>(sizeof(double));
+  const int64_t sMax = std::min<int64_t>({kMaxSplits, kTiles, kMaxWorkspaceBytes / perSplitBytes});
+  for (int64_t s = 2; s <= sMax; ++s) {
+    const double c = cost(s);
+    if (c < best) {
+      best = c;
+      bestS = static_cast<int>(s);
+    }
+  }
+  plan.splits = best < 0.97 * one ? bestS : 1;
+  plan.seconds = best < 0.97 * one ? best : one;
+}
+
+template <class Cfg, bool Vec16>
+cudaError_t prepareKernel(int& perSm) {
+  auto kernel = ata_mma_sym_kernel<Cfg, Vec16>;
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::Smem));
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, Cfg::Threads, Cfg::Smem);
+  if (err == cudaSuccess && perSm < 1) err = cudaErrorInvalidConfiguration;
+  return err;
+}
+
+// Occupancy, splits and the model's time for running C = AᵀA with Cfg; `rate` is the device rate
+// the model assumes for this config's tiles.
+template <class Cfg>
+cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int forcedSplits,
+                     FastPlan& plan) {
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return err;
+  // 16-byte copies need every row start 16-byte aligned: n even and A 16-byte aligned.
+  plan.vec16 = n % 2 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0;
+  err = plan.vec16 ? prepareKernel<Cfg, true>(plan.perSm) : prepareKernel<Cfg, false>(plan.perSm);
+  if (err != cudaSuccess) return err;
+  const int64_t T = ceilDiv(n, Cfg::BM);
+  const int64_t tiles = T * (T + 1) / 2;
+  if (tiles > INT_MAX) return cudaErrorInvalidValue;
+  chooseSplits(plan, tiles, ceilDiv(rows, Cfg::BK), sms * plan.perSm, Cfg::BM, Cfg::BK, rate);
+  if (forcedSplits > 0) plan.splits = forcedSplits;
+  return cudaSuccess;
+}
+
+template <class Cfg>
+cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
+                          const FastPlan& plan, int bandRows = kBandRows) {
+  auto kernel = plan.vec16 ? ata_mma_sym_kernel<Cfg, true> : ata_mma_sym_kernel<Cfg, false>;
+  const int64_t T64 = ceilDiv(n, Cfg::BM);
+  const int64_t tiles = T64 * (T64 + 1) / 2;
+  const int T = static_cast<int>(T64);
+  const int64_t kTiles = ceilDiv(rows, Cfg::BK);
+  const int64_t kPer = ceilDiv(kTiles, std::min<int64_t>(plan.splits, kTiles));
+  const int splits = static_cast<int>(ceilDiv(kTiles, kPer));  // no empty split
+  if (splits > 65535) return cudaErrorInvalidValue;
+
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
+  if (splits == 1) {
+    kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, nullptr, rows, n, T, bandRows, kPer);
+    return cudaGetLastError();
+  }
+  double* ws = nullptr;
+  cudaError_t err =
+      cudaMallocAsync(reinterpret_cast<void**>(&ws),
+                      static_cast<size_t>(splits) * tiles * Cfg::BM * Cfg::BM * sizeof(double), stream);
+  if (err != cudaSuccess) return err;
+  kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, ws, rows, n, T, bandRows, kPer);
+  err = cudaGetLastError();
+  if (err == cudaSuccess) {
+    static_assert((Cfg::BM * Cfg::BM) % kReduceLanes == 0, "reduce plan");
+    const dim3 rgrid(static_cast<unsigned>(tiles), static_cast<unsigned>(Cfg::BM * Cfg::BM / kReduceLanes));
+    ata_splitk_reduce_kernel<<<rgrid, dim3(kReduceLanes, kReduceGroups), 0, stream>>>(ws, C, n, T, bandRows,
+                                                                                      Cfg::BM, splits);
+    err = cudaGetLastError();
+  }
+  const cudaError_t freeErr = cudaFreeAsync(ws, stream);
+  return err != cudaSuccess ? err : freeErr;
+}
+
+template <class Cfg>
+cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
+                           int forcedSplits = 0, int bandRows = kBandRows) {
+  FastPlan plan;
+  const cudaError_t err = planFast<Cfg>(A, rows, n, kModelFlops, forcedSplits, plan);
+  return err != cudaSuccess ? err : launchPlanned<Cfg>(A, C, rows, n, stream, plan, bandRows);
+}
+
+// sm_90+: m16n8k4 fragments (every 16-row f64 shape runs at the same rate there; k4 keeps two
+// register buffers of fragments small). sm_80: m8n8k4.
+// Large: 128×128 tiles, 16 warps of 32×32 (four per scheduler to hide shared-memory latency),
+// 3 stages of 32 k-rows (203 KB shared), 1 block per SM.
+// Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
+// sizes whose 128-tile count fills the SMs badly.
+using FastLarge90 = FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true>;
+using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true>;
+// sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
+using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;
+using FastSmall80 = FastConfig<64, 2, 2, 16, 4, MmaShape::m8n8k4, 4, true, 2, true>;
+// The model's rate for small tiles relative to large ones (measured on the H100: more shared-memory
+// and L2 traffic per flop).
+constexpr double kSmallTileRate = 0.8;
+
+// Plans both tile sizes, runs the one the model expects to be faster. A config whose shared memory
+// exceeds the device's per-block limit is skipped; with neither, the tiled kernel runs.
+template <class Large, class Small>
+cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream) {
+  int device = 0, optin = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err != cudaSuccess) return err;
+  const bool largeFits = Large::Smem <= static_cast<size_t>(optin);
+  const bool smallFits = Small::Smem <= static_cast<size_t>(optin);
+  FastPlan large, small;
+  if (largeFits) err = planFast<Large>(A, rows, n, kModelFlops, 0, large);
+  if (err == cudaSuccess && smallFits)
+    err = planFast<Small>(A, rows, n, kModelFlops * kSmallTileRate, 0, small);
+  if (err != cudaSuccess) return err;
+  if (smallFits && (!largeFits || small.seconds < large.seconds)) {
+    return launchPlanned<Small>(A, C, rows, n, stream, small);
+  }
+  if (largeFits) return launchPlanned<Large>(A, C, rows, n, stream, large);
+  return cudaErrorNotSupported;  // caller falls back to the tiled kernel
+}
+
+// Shapes with nothing to compute. Returns true when the call is fully handled (err set).
+inline bool trivialShape(double* C, int64_t rows, int64_t cols, cudaStream_t stream, cudaError_t& err) {
+  err = cudaSuccess;
+  if (rows < 0 || cols < 0) {
+    err = cudaErrorInvalidValue;
+    return true;
+  }
+  if (cols == 0) return true;
+  if (rows == 0) {
+    err = cudaMemsetAsync(C, 0, static_cast<size_t>(cols) * cols * sizeof(double), stream);
+    return true;
+  }
+  return false;
+}
+
+inline int64_t upperTiles(int64_t n, int tile) {
+  const int64_t T = ceilDiv(n, tile);
+  return T * (T + 1) / 2;
+}
+
+}  // namespace detail
+
+cudaError_t launchBasic(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream) {
+  cudaError_t err;
+  if (detail::trivialShape(C, rows, cols, stream, err)) return err;
+  const dim3 block(32, 8);
+  const int64_t gx = detail::ceilDiv(cols, block.x),
+                gy = std::min<int64_t>(detail::ceilDiv(cols, block.y), 65535);
+  if (gx > INT_MAX) return cudaErrorInvalidValue;
+  detail::ata_basic_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block, 0, stream>>>(
+      A, C, rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t launchTiled(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream) {
+  cudaError_t err;
+  if (detail::trivialShape(C, rows, cols, stream, err)) return err;
+  const int64_t tiles = detail::upperTiles(cols, detail::kTile);
+  if (tiles > INT_MAX) return cudaErrorInvalidValue;
+  detail::ata_tiled_sym_kernel<<<static_cast<unsigned>(tiles), dim3(detail::kTile, detail::kTileRowsStep), 0,
+                                 stream>>>(A, C, rows, cols);
+  return cudaGetLastError();
+}
+
+cudaError_t launchMirrorUpper(double* C, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n <= 1) return cudaSuccess;
+  const int64_t tiles = detail::upperTiles(n, detail::kTile);
+  if (tiles > INT_MAX) return cudaErrorInvalidValue;
+  detail::ata_mirror_upper_kernel<<<static_cast<unsigned>(tiles), dim3(detail::kTile, detail::kTileRowsStep),
+                                    0, stream>>>(C, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launchFast(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream) {
+  cudaError_t err;
+  if (detail::trivialShape(C, rows, cols, stream, err)) return err;
+  int device = 0, major = 0;
+  err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (err != cudaSuccess) return err;
+  if (major < 8) return launchTiled(A, C, rows, cols, stream);
+  err = major >= 9 ? detail::launchBestOf<detail::FastLarge90, detail::FastSmall90>(A, C, rows, cols, stream)
+                   : detail::launchBestOf<detail::FastLarge80, detail::FastSmall80>(A, C, rows, cols, stream);
+  return err == cudaErrorNotSupported ? launchTiled(A, C, rows, cols, stream) : err;
+}
+
+}  // namespace ata
+}  // namespace ck

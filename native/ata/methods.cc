@@ -1,0 +1,78 @@
+#include "methods.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "ata/ata.h"
+#include "core/cublas.h"
+#include "core/errors.h"
+
+namespace ck {
+namespace ata {
+
+namespace {
+
+// cuBLAS takes int dimensions; rows can exceed INT_MAX for skinny A, so K is fed in chunks that
+// accumulate into C (beta = 1 after the first).
+constexpr int64_t kMaxChunk = INT_MAX;
+
+void checkCols(int64_t cols) {
+  if (cols > INT_MAX) throw CudaFailure("cudaErrorInvalidValue", "ata", "cols exceeds cuBLAS's int range");
+}
+
+// The row-major rows×cols A is, read column-major, X = Aᵀ (cols×rows, ld = cols); C = X·Xᵀ is
+// symmetric, so its column-major and row-major layouts coincide (the report's trick).
+void runCublasGemm(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t) {
+  checkCols(cols);
+  const cublas::Api& api = cublas::api();
+  cublas::Handle h = cublas::handle(device);
+  const int n = static_cast<int>(cols);
+  const double one = 1.0;
+  for (int64_t k0 = 0; k0 < rows; k0 += kMaxChunk) {
+    const int k = static_cast<int>(std::min(kMaxChunk, rows - k0));
+    const double beta = k0 == 0 ? 0.0 : 1.0;
+    const double* X = A + k0 * cols;
+    CK_CUBLAS(
+        api.dgemm(h, cublas::Operation::N, cublas::Operation::T, n, n, k, &one, X, n, X, n, &beta, C, n));
+  }
+}
+
+// DSYRK writes one triangle; the column-major lower triangle is the row-major upper one (row ≤ col),
+// which launchMirrorUpper then copies below the diagonal.
+void runCublasSyrk(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t stream) {
+  checkCols(cols);
+  const cublas::Api& api = cublas::api();
+  cublas::Handle h = cublas::handle(device);
+  const int n = static_cast<int>(cols);
+  const double one = 1.0;
+  for (int64_t k0 = 0; k0 < rows; k0 += kMaxChunk) {
+    const int k = static_cast<int>(std::min(kMaxChunk, rows - k0));
+    const double beta = k0 == 0 ? 0.0 : 1.0;
+    CK_CUBLAS(api.dsyrk(h, cublas::FillMode::Lower, cublas::Operation::N, n, k, &one, A + k0 * cols, n, &beta,
+                        C, n));
+  }
+  check(launchMirrorUpper(C, cols, stream), "ata_mirror_upper");
+}
+
+void runBasic(const double* A, double* C, int64_t rows, int64_t cols, int, cudaStream_t stream) {
+  check(launchBasic(A, C, rows, cols, stream), "ata basic");
+}
+
+void runTiled(const double* A, double* C, int64_t rows, int64_t cols, int, cudaStream_t stream) {
+  check(launchTiled(A, C, rows, cols, stream), "ata tiled");
+}
+
+void runFast(const double* A, double* C, int64_t rows, int64_t cols, int, cudaStream_t stream) {
+  check(launchFast(A, C, rows, cols, stream), "ata fast");
+}
+
+}  // namespace
+
+const Method kMethods[] = {
+    {"cublas", runCublasGemm}, {"cublas-syrk", runCublasSyrk}, {"basic", runBasic}, {"tiled", runTiled},
+    {"fast", runFast},
+};
+const int kMethodCount = sizeof(kMethods) / sizeof(kMethods[0]);
+
+}  // namespace ata
+}  // namespace ck

@@ -1,0 +1,117 @@
+import * as ck from '../lib';
+import { native } from '../lib/native';
+import { describeGpu } from './helpers/gpu';
+
+const SHAPES: [number, number][] = [
+  [1, 1],
+  [1, 7],
+  [7, 1],
+  [17, 33],
+  [33, 17],
+  [100, 100],
+  [257, 129],
+  [129, 257],
+  [1000, 300],
+];
+// Methods that compute one triangle and mirror it: C must be exactly symmetric.
+const MIRRORED = new Set(['cublas-syrk', 'tiled', 'fast']);
+const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
+
+function symmetryDefect(c: Float64Array, n: number): number {
+  let bad = 0;
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) if (c[i * n + j] !== c[j * n + i]) bad++;
+  return bad;
+}
+
+describe('cpu.atA', () => {
+  test('matches a hand-computed Gram matrix', () => {
+    // A = [[1, 2], [3, 4], [5, 6]]: AᵀA = [[35, 44], [44, 56]]
+    expect(Array.from(ck.cpu.atA([1, 2, 3, 4, 5, 6], 3, 2))).toEqual([35, 44, 44, 56]);
+    expect(Array.from(ck.cpu.atA([2, -3], 1, 2))).toEqual([4, -6, -6, 9]);
+  });
+
+  test('checks its arguments', () => {
+    expect(() => ck.cpu.atA([1, 2, 3], 2, 2)).toThrow(RangeError);
+    expect(() => ck.cpu.atA([1], 0, 1)).toThrow(/rows/);
+  });
+});
+
+describe('atA arguments (no GPU needed)', () => {
+  test('dA must be a DeviceArray', () => {
+    expect(() => ck.atA(new Float64Array(4) as never, 2, 2)).toThrow(/dA must be a DeviceArray/);
+  });
+
+  test('the TS registry lists the native methods in the same order', () => {
+    expect(native.ataMethods()).toEqual([...ck.ataMethods]);
+  });
+});
+
+describeGpu('atA', () => {
+  const cublas = ck.cublasInfo().available;
+  const methods = ck.ataMethods.filter((m) => cublas || !m.startsWith('cublas'));
+
+  describe.each(methods)('%s', (method) => {
+    test.each(SHAPES)('%i×%i matches cpu.atA to 1e-12, every element written', async (rows, cols) => {
+      const host = ck.cpu.randomArray(Float64Array, rows * cols, freshSeed());
+      using a = ck.upload(host);
+      using out = ck.full('float64', cols * cols, NaN);
+      const c = ck.atA(a, rows, cols, { method, out });
+      expect(c).toBe(out);
+      const got = await c.toHost();
+      const ref = ck.cpu.atA(host, rows, cols);
+      expect(ck.cpu.relativeError(got, ref)).toBeLessThan(1e-12);
+      if (MIRRORED.has(method)) expect(symmetryDefect(got, cols)).toBe(0);
+    });
+  });
+
+  test('auto picks a real method and is correct', () => {
+    const auto = ck.ataAutoMethod(0);
+    expect(ck.ataMethods).toContain(auto);
+    const host = ck.cpu.randomArray(Float64Array, 50 * 20, freshSeed());
+    using a = ck.upload(host);
+    using c = ck.atA(a, 50, 20);
+    expect(c.shape).toEqual([20, 20]);
+    expect(ck.cpu.relativeError(c.toHostSync(), ck.cpu.atA(host, 50, 20))).toBeLessThan(1e-12);
+  });
+
+  test.each([
+    [4000, 4000],
+    [100_000, 512],
+  ])('%i×%i: every method agrees with the reference to 1e-12', (rows, cols) => {
+    const reference = cublas ? 'cublas' : 'tiled';
+    using a = ck.empty('float64', rows * cols).fillRandom(freshSeed());
+    using ref = ck.atA(a, rows, cols, { method: reference });
+    using out = ck.empty('float64', cols * cols);
+    for (const method of methods) {
+      if (method === reference || (method === 'basic' && rows * cols * cols > 2e10)) continue;
+      out.fill(NaN);
+      ck.atA(a, rows, cols, { method, out });
+      const err = ck.deviceRelativeError(out, ref);
+      // Names the method in the failure message.
+      expect(`${method}: ${err < 1e-12 ? 'within 1e-12' : err}`).toBe(`${method}: within 1e-12`);
+    }
+  });
+
+  test('bad input gives clear errors and nothing crashes', () => {
+    using a = ck.zeros('float64', 12);
+    using f32 = ck.zeros('float32', 12);
+    expect(() => ck.atA(f32 as never, 3, 4)).toThrow(/dA must be a DeviceArray of float64/);
+    expect(() => ck.atA(a, 3, 5)).toThrow(/dA must be rows·cols = 3·5 = 15 elements long/);
+    expect(() => ck.atA(a, 0, 12)).toThrow(/rows must be an integer ≥ 1/);
+    expect(() => ck.atA(a, -3, -4)).toThrow(RangeError);
+    expect(() => ck.atA(a, 1.5, 8)).toThrow(/rows/);
+    expect(() => ck.atA(a, 3, '4' as never)).toThrow(TypeError);
+    expect(() => ck.atA(a, 3, 4, { method: 'magic' as never })).toThrow(
+      /options.method must be one of auto, cublas, cublas-syrk, basic, tiled, fast/,
+    );
+    using small = ck.empty('float64', 15);
+    expect(() => ck.atA(a, 3, 4, { out: small })).toThrow(/options.out must be cols·cols = 16 elements long/);
+    using square = ck.zeros('float64', 16);
+    expect(() => ck.atA(square, 4, 4, { out: square })).toThrow(/must not be dA/);
+    const freed = ck.zeros('float64', 12);
+    freed.free();
+    expect(() => ck.atA(freed, 3, 4)).toThrow(/dA has been freed/);
+    using outF32 = ck.empty('float32', 16);
+    expect(() => ck.atA(a, 3, 4, { out: outF32 as never })).toThrow(/options.out must be a DeviceArray of float64/);
+  });
+});
