@@ -64,9 +64,16 @@ describeGpu('atA', () => {
     });
   });
 
-  test('auto picks a real method and is correct', () => {
-    const auto = ck.ataAutoMethod(0);
-    expect(ck.ataMethods).toContain(auto);
+  test('auto picks a real method for every shape and is correct', () => {
+    for (const [r, c] of [
+      [1_000_000, 64],
+      [2000, 2000],
+      [16000, 16000],
+    ]) {
+      const auto = ck.ataAutoMethod(r, c, 0);
+      expect(ck.ataMethods).toContain(auto);
+      if (!cublas) expect(auto.startsWith('cublas')).toBe(false);
+    }
     const host = ck.cpu.randomArray(Float64Array, 50 * 20, freshSeed());
     using a = ck.upload(host);
     using c = ck.atA(a, 50, 20);

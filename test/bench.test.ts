@@ -2,7 +2,17 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { families, gpuSlug, median, mergeRows, timeGpu, writeResults, type BenchRow } from '../lib/bench';
+import {
+  families,
+  gpuSlug,
+  median,
+  mergeRows,
+  timeGpu,
+  timeInterleaved,
+  writeResults,
+  type BenchRow,
+} from '../lib/bench';
+import * as ck from '../lib';
 import { describeGpu } from './helpers/gpu';
 
 const row = (op: string, method: string, size: string, ms: number): BenchRow => ({
@@ -59,6 +69,27 @@ describeGpu('benchmark harness on the GPU', () => {
     const samples = timeGpu(() => undefined, { device: 0, reps: 5, warmup: 1 });
     expect(samples).toHaveLength(5);
     for (const s of samples) expect(s).toBeGreaterThanOrEqual(0);
+  });
+
+  test('timeInterleaved times each variant once per repetition, in order', () => {
+    const calls: string[] = [];
+    using src = ck.full('float32', 1 << 22, 1);
+    using dst = ck.empty('float32', 1 << 22);
+    const samples = timeInterleaved(
+      [
+        () => calls.push('a'),
+        () => {
+          calls.push('b');
+          for (let i = 0; i < 8; i++) ck.copyDevice(dst, src);
+        },
+      ],
+      { device: 0, reps: 3, warmup: 1 },
+    );
+    // One warm-up of each, then three rounds.
+    expect(calls.join('')).toBe('abababab');
+    expect(samples.map((s) => s.length)).toEqual([3, 3]);
+    // Eight 16 MiB copies take longer than no GPU work at all.
+    expect(median(samples[1])).toBeGreaterThan(median(samples[0]));
   });
 
   test('the copy family measures and checks a copy', () => {

@@ -1,8 +1,8 @@
 // AᵀA benchmark: the report's square table 2000²…18000² and two tall-skinny shapes, every method.
 import { deviceRelativeError, empty, type DeviceArray } from '../array';
 import { cublasInfo } from '../device';
-import { atA, ataMethods } from '../ops/ata';
-import { type BenchContext, type BenchFamily, median, timeGpu } from './harness';
+import { atA, ataMethods, type AtaMethod } from '../ops/ata';
+import { type BenchContext, type BenchFamily, median, timeInterleaved } from './harness';
 import type { BenchRow } from './results';
 
 const SQUARES = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000];
@@ -10,7 +10,6 @@ const TALL: [number, number][] = [
   [1_000_000, 64],
   [200_000, 2000],
 ];
-// The report's basic kernel is slow; past this size it would dominate the run.
 const BASIC_MAX = 8000;
 
 function randomDevice(rows: number, cols: number, device: number, seed: number): DeviceArray<'float64'> {
@@ -41,27 +40,34 @@ export const ataFamily: BenchFamily = {
     for (const [r, c] of shapes) {
       using a = randomDevice(r, c, ctx.device, r * 31 + c);
       using ref = atA(a, r, c, { method: reference });
-      using out = empty('float64', c * c, { device: ctx.device });
       const big = r * c * c > 1e12;
-      for (const method of methods) {
-        if (method === 'basic' && Math.max(r, c) > BASIC_MAX && r === c) continue;
-        ctx.progress(`ata ${method} ${r}x${c}`);
-        out.fill(NaN);
-        const run = () => atA(a, r, c, { method: method as never, out });
-        const samples = timeGpu(run, { ...ctx, reps: big ? Math.min(ctx.reps, 5) : ctx.reps, warmup: 1 });
-        const ms = median(samples);
-        const err = deviceRelativeError(out, ref);
-        rows.push({
-          op: 'ata',
-          method,
-          size: `${r}x${c}`,
-          ms,
-          rate: gflops(r, c, ms),
-          unit: 'GFLOP/s',
-          reps: samples.length,
-          check: err < 1e-12 ? 'ok' : 'fail',
-          note: method === reference ? 'reference' : `relative error vs ${reference}: ${err.toExponential(2)}`,
+      // The report's basic kernel is slow; past BASIC_MAX it would dominate the run.
+      const here = methods.filter((m) => !(m === 'basic' && r === c && c > BASIC_MAX));
+      ctx.progress(`ata ${here.join(', ')} ${r}x${c}`);
+      const outs = here.map(() => empty('float64', c * c, { device: ctx.device }).fill(NaN));
+      try {
+        const samples = timeInterleaved(
+          here.map((method, i) => () => atA(a, r, c, { method: method as AtaMethod, out: outs[i] })),
+          { ...ctx, reps: big ? Math.min(ctx.reps, 5) : ctx.reps, warmup: 1 },
+        );
+        here.forEach((method, i) => {
+          const ms = median(samples[i]);
+          const err = deviceRelativeError(outs[i], ref);
+          const spread = `${Math.min(...samples[i]).toFixed(3)}–${Math.max(...samples[i]).toFixed(3)} ms`;
+          rows.push({
+            op: 'ata',
+            method,
+            size: `${r}x${c}`,
+            ms,
+            rate: gflops(r, c, ms),
+            unit: 'GFLOP/s',
+            reps: samples[i].length,
+            check: err < 1e-12 ? 'ok' : 'fail',
+            note: `${spread}; relative error vs ${reference}: ${err.toExponential(2)}; methods interleaved`,
+          });
         });
+      } finally {
+        for (const o of outs) o.free();
       }
     }
     return rows;

@@ -30,6 +30,29 @@ export function timeGpu(fn: () => void, { device, reps, warmup }: TimingOptions)
   return samples;
 }
 
+/**
+ * Times several variants round-robin — one run of each per repetition — so that clock and power
+ * drift over the run affects all of them alike instead of favouring whichever ran first. Each
+ * variant is warmed up `warmup` times first. Returns the samples (ms) per variant, in input order.
+ */
+export function timeInterleaved(
+  variants: readonly (() => void)[],
+  { device, reps, warmup }: TimingOptions,
+): number[][] {
+  for (const fn of variants) for (let i = 0; i < warmup; i++) fn();
+  const timer = new EventTimer(device);
+  const samples: number[][] = variants.map(() => []);
+  for (let r = 0; r < reps; r++) {
+    variants.forEach((fn, v) => {
+      timer.start();
+      fn();
+      timer.stop();
+      samples[v].push(timer.elapsedMs());
+    });
+  }
+  return samples;
+}
+
 /** What a family's benchmark receives. */
 export interface BenchContext {
   device: number;

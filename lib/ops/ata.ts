@@ -1,5 +1,5 @@
 import { checkArray, type DeviceArray, empty } from '../array';
-import { deviceProperties } from '../device';
+import { cublasInfo, deviceProperties } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 
@@ -25,9 +25,24 @@ export interface AtaOptions {
   out?: DeviceArray<'float64'>;
 }
 
-/** The variant `auto` runs on `device`. */
-export function ataAutoMethod(device = 0): (typeof ataMethods)[number] {
-  return deviceProperties(device).major >= 8 ? 'fast' : 'tiled';
+const majorCache = new Map<number, number>();
+
+/**
+ * The variant `auto` runs for a rows×cols A on `device`: the fastest measured on an H100
+ * (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
+ * very skinny A (few output tiles), cuBLAS DSYRK on small and mid-size squares, `fast` from about
+ * 10000 columns up.
+ */
+export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof ataMethods)[number] {
+  let major = majorCache.get(device);
+  if (major === undefined) {
+    major = deviceProperties(device).major;
+    majorCache.set(device, major);
+  }
+  const ours = major >= 8 ? 'fast' : 'tiled';
+  if (!cublasInfo().available) return ours;
+  if (cols <= 128) return 'cublas';
+  return ours === 'fast' && cols >= 10000 ? 'fast' : 'cublas-syrk';
 }
 
 /**
@@ -59,7 +74,7 @@ export function atA(
   if (method !== 'auto' && !(ataMethods as readonly string[]).includes(method)) {
     throw rangeError('options.method', `one of auto, ${ataMethods.join(', ')}`, method);
   }
-  const resolved = method === 'auto' ? ataAutoMethod(dA.device) : method;
+  const resolved = method === 'auto' ? ataAutoMethod(rows, cols, dA.device) : method;
   let out = options.out;
   if (out !== undefined) {
     checkArray('options.out', out, 'float64');
