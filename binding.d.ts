@@ -93,4 +93,17 @@ export interface NativeBinding {
   /** C = AᵀA with the method at `method` in ataMethods(). */
   ataRun(a: BufferHandle, c: BufferHandle, rows: number, cols: number, method: number): void;
   ataMethods(): string[];
+
+  /** C = A·B (float32) with the method at `method` in gemmMethods(); `tile` for `shared`. */
+  gemmRun(
+    a: BufferHandle,
+    b: BufferHandle,
+    c: BufferHandle,
+    m: number,
+    k: number,
+    n: number,
+    method: number,
+    tile: number,
+  ): void;
+  gemmMethods(): string[];
 }

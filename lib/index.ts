@@ -33,4 +33,5 @@ export {
 } from './array';
 export { EventTimer, timed, type Timed } from './timing';
 export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from './ops/ata';
+export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';
 export * as cpu from './cpu/index';

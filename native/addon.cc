@@ -10,6 +10,7 @@ void registerBuffers(Napi::Env env, Napi::Object exports);
 void registerEvents(Napi::Env env, Napi::Object exports);
 void registerCublas(Napi::Env env, Napi::Object exports);
 void registerAta(Napi::Env env, Napi::Object exports);
+void registerGemm(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -20,6 +21,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerEvents(env, exports);
   ck::registerCublas(env, exports);
   ck::registerAta(env, exports);
+  ck::registerGemm(env, exports);
   return exports;
 }
 

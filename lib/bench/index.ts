@@ -1,11 +1,13 @@
 // The benchmark registry: every family plugs its BenchFamily in here.
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
+import { gemmFamily } from './gemm';
 import type { BenchFamily } from './harness';
 
 export const families: Record<string, BenchFamily> = {
   copy: copyFamily,
   ata: ataFamily,
+  gemm: gemmFamily,
 };
 
 export * from './harness';

@@ -1,5 +1,6 @@
 // CPU references, exported as `cpu.*`. Each family adds its reference here.
 export { atA } from './ata';
+export { gemm } from './gemm';
 
 type Numeric = ArrayLike<number>;
 

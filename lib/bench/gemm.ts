@@ -1,0 +1,77 @@
+// SGEMM benchmark: the report's tables (tile 8/16/32 at 1024; 128…2048 for naive and shared) and
+// 1024…8192 for every method.
+import { deviceRelativeError, empty } from '../array';
+import { cublasInfo } from '../device';
+import { gemm, type GemmOptions } from '../ops/gemm';
+import { type BenchContext, type BenchFamily, median, timeInterleaved } from './harness';
+import type { BenchRow } from './results';
+
+interface Item {
+  n: number;
+  label: string;
+  options: GemmOptions;
+}
+
+function plan(ctx: BenchContext): Item[] {
+  const haveCublas = cublasInfo().available;
+  const all = (n: number): Item[] => [
+    { n, label: 'naive', options: { method: 'naive' } },
+    ...([8, 16, 32] as const).map((tile) => ({
+      n,
+      label: `shared${tile}`,
+      options: { method: 'shared' as const, tile },
+    })),
+    { n, label: 'fast', options: { method: 'fast' } },
+    ...(haveCublas ? [{ n, label: 'cublas', options: { method: 'cublas' as const } }] : []),
+  ];
+  const sizes = ctx.sizes ?? (ctx.quick ? [512, 2048] : [128, 256, 512, 1024, 2048, 4096, 8192]);
+  let items = sizes.flatMap(all);
+  // The report's naive kernel is slow and says nothing new past 4096.
+  items = items.filter((it) => !(it.label === 'naive' && it.n > 4096));
+  if (ctx.methods) items = items.filter((it) => ctx.methods?.some((m) => it.label.startsWith(m)));
+  return items;
+}
+
+export const gemmFamily: BenchFamily = {
+  op: 'gemm',
+  description: 'C = A·B in float32 (GFLOP/s = 2·m·k·n/time)',
+  run(ctx: BenchContext): BenchRow[] {
+    const rows: BenchRow[] = [];
+    const haveCublas = cublasInfo().available;
+    const items = plan(ctx);
+    for (const n of [...new Set(items.map((it) => it.n))]) {
+      using a = empty('float32', n * n, { device: ctx.device }).fillRandom(n * 7 + 1);
+      using b = empty('float32', n * n, { device: ctx.device }).fillRandom(n * 7 + 2);
+      const refOptions: GemmOptions = haveCublas ? { method: 'cublas' } : { method: 'fast' };
+      using ref = gemm(a, b, n, n, n, refOptions);
+      const here = items.filter((x) => x.n === n);
+      ctx.progress(`gemm ${here.map((it) => it.label).join(', ')} ${n}³`);
+      const outs = here.map(() => empty('float32', n * n, { device: ctx.device }).fill(NaN));
+      try {
+        const samples = timeInterleaved(
+          here.map((it, i) => () => gemm(a, b, n, n, n, { ...it.options, out: outs[i] })),
+          { ...ctx, reps: n >= 4096 ? Math.min(ctx.reps, 5) : ctx.reps, warmup: 1 },
+        );
+        here.forEach((it, i) => {
+          const ms = median(samples[i]);
+          const err = deviceRelativeError(outs[i], ref);
+          const spread = `${Math.min(...samples[i]).toFixed(3)}–${Math.max(...samples[i]).toFixed(3)} ms`;
+          rows.push({
+            op: 'gemm',
+            method: it.label,
+            size: `${n}x${n}x${n}`,
+            ms,
+            rate: (2 * n * n * n) / (ms * 1e-3) / 1e9,
+            unit: 'GFLOP/s',
+            reps: samples[i].length,
+            check: err < 1e-5 ? 'ok' : 'fail',
+            note: `${spread}; relative error vs ${refOptions.method}: ${err.toExponential(2)}; variants interleaved`,
+          });
+        });
+      } finally {
+        for (const o of outs) o.free();
+      }
+    }
+    return rows;
+  },
+};

@@ -1,0 +1,47 @@
+// C = A·B in float32 (SGEMM): a one-thread-per-element kernel, the textbook shared-memory tiled
+// kernel, and a register-tiled FFMA kernel with a cp.async pipeline. No tensor cores anywhere: every
+// product and sum is an IEEE float32 FMA, so results are float32-accurate (no TF32).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ck {
+namespace gemm {
+
+// A: m×k, B: k×n, C: m×n, all row-major float32 device memory. C = A·B (C is overwritten).
+// Each launcher enqueues on `stream`, never synchronizes, returns the first CUDA error.
+// m == 0 or n == 0 does nothing; k == 0 writes a zero C; negative sizes give cudaErrorInvalidValue.
+// Pointers need only float alignment: the fast kernel checks 16-byte alignment itself and takes a
+// scalar path where a vector access would be illegal.
+
+// One thread per C element, global memory only. Reference speed only.
+cudaError_t launchNaive(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
+                        cudaStream_t stream);
+
+// tile ∈ {8, 16, 32}: tile×tile thread blocks, tile×tile shared-memory tiles of A and B (the report's
+// kernel); any other tile gives cudaErrorInvalidValue.
+cudaError_t launchShared(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int tile,
+                         cudaStream_t stream);
+
+// 128×128 block tiles of 256 threads (two blocks per SM), 8×8 register tiles, k-slabs of 16 in a
+// 3-stage pipeline: B by 16-byte cp.async, A (transposed in shared memory) by float4 loads staged
+// through registers. Edge tiles are zero-filled; where rows are not 16-byte aligned (n or k not a
+// multiple of 4, or an unaligned pointer) the same kernel takes 4-byte copies and scalar stores.
+// sm_80+ for cp.async; below that the kernel copies synchronously. Sets the kernel's dynamic shared
+// memory limit (49,920 bytes, over the 48 KB default) on the current device on every call.
+cudaError_t launchFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
+                       cudaStream_t stream);
+
+namespace detail {
+// The tile configurations launchFast chooses among, exposed for gemm_harness.cu's comparison table.
+// variant ∈ [0, fastVariantCount()); any other gives cudaErrorInvalidValue.
+int fastVariantCount();
+const char* fastVariantName(int variant);
+cudaError_t launchFastVariant(int variant, const float* A, const float* B, float* C, int64_t m, int64_t k,
+                              int64_t n, cudaStream_t stream);
+}  // namespace detail
+
+}  // namespace gemm
+}  // namespace ck

@@ -1,0 +1,56 @@
+#include "methods.h"
+
+#include <climits>
+
+#include "core/cublas.h"
+#include "core/errors.h"
+#include "gemm/gemm.h"
+
+namespace ck {
+namespace gemm {
+
+namespace {
+
+// Row-major C = A·B is, read column-major, Cᵀ = Bᵀ·Aᵀ with the same buffers: so cuBLAS gets
+// (n×k)·(k×m) with leading dimensions n, k and n, and no transposes. Default math mode: TF32 off.
+void runCublas(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int, int device,
+               cudaStream_t) {
+  if (m > INT_MAX || k > INT_MAX || n > INT_MAX) {
+    throw CudaFailure("cudaErrorInvalidValue", "cublasSgemm", "a dimension exceeds cuBLAS's int range");
+  }
+  const cublas::Api& api = cublas::api();
+  cublas::Handle h = cublas::handle(device);
+  CK_CUBLAS(api.setMathMode(h, cublas::Math::Default));
+  const float one = 1.0f, zero = 0.0f;
+  CK_CUBLAS(api.sgemm(h, cublas::Operation::N, cublas::Operation::N, static_cast<int>(n), static_cast<int>(m),
+                      static_cast<int>(k), &one, B, static_cast<int>(n), A, static_cast<int>(k), &zero, C,
+                      static_cast<int>(n)));
+}
+
+void runNaive(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int, int,
+              cudaStream_t stream) {
+  check(launchNaive(A, B, C, m, k, n, stream), "gemm naive");
+}
+
+void runShared(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int tile, int,
+               cudaStream_t stream) {
+  check(launchShared(A, B, C, m, k, n, tile, stream), "gemm shared");
+}
+
+void runFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int, int,
+             cudaStream_t stream) {
+  check(launchFast(A, B, C, m, k, n, stream), "gemm fast");
+}
+
+}  // namespace
+
+const Method kMethods[] = {
+    {"naive", runNaive},
+    {"shared", runShared},
+    {"cublas", runCublas},
+    {"fast", runFast},
+};
+const int kMethodCount = sizeof(kMethods) / sizeof(kMethods[0]);
+
+}  // namespace gemm
+}  // namespace ck

@@ -1,0 +1,106 @@
+import * as ck from '../lib';
+import { native } from '../lib/native';
+import { describeGpu } from './helpers/gpu';
+
+const SHAPES: [number, number, number][] = [
+  [1, 1, 1],
+  [7, 5, 3],
+  [17, 33, 9],
+  [128, 128, 128],
+  [129, 257, 65],
+  [1000, 1, 1000],
+  [1, 1000, 1],
+];
+const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
+
+describe('cpu.gemm', () => {
+  test('matches a hand-computed product', () => {
+    // [[1, 2, 3], [4, 5, 6]] · [[1, 0], [0, 1], [1, 1]] = [[4, 5], [10, 11]]
+    expect(Array.from(ck.cpu.gemm([1, 2, 3, 4, 5, 6], [1, 0, 0, 1, 1, 1], 2, 3, 2))).toEqual([4, 5, 10, 11]);
+  });
+
+  test('checks its arguments', () => {
+    expect(() => ck.cpu.gemm([1, 2], [1], 1, 2, 1)).toThrow(/b must be k·n = 2 elements long/);
+    expect(() => ck.cpu.gemm([1], [1], 1, 1, 0)).toThrow(/n must be an integer ≥ 1/);
+  });
+});
+
+describe('gemm arguments (no GPU needed)', () => {
+  test('dA must be a DeviceArray', () => {
+    expect(() => ck.gemm(new Float32Array(1) as never, new Float32Array(1) as never, 1, 1, 1)).toThrow(
+      /dA must be a DeviceArray/,
+    );
+  });
+
+  test('the TS registry lists the native methods in the same order', () => {
+    expect(native.gemmMethods()).toEqual([...ck.gemmMethods]);
+  });
+});
+
+describeGpu('gemm', () => {
+  const cublas = ck.cublasInfo().available;
+  const variants: [string, ck.GemmOptions][] = [
+    ['naive', { method: 'naive' }],
+    ['shared tile 8', { method: 'shared', tile: 8 }],
+    ['shared tile 16', { method: 'shared', tile: 16 }],
+    ['shared tile 32', { method: 'shared', tile: 32 }],
+    ['fast', { method: 'fast' }],
+    ['auto', {}],
+    ...(cublas ? [['cublas', { method: 'cublas' }] as [string, ck.GemmOptions]] : []),
+  ];
+
+  describe.each(variants)('%s', (_name, options) => {
+    test.each(SHAPES)('%i×%i×%i matches cpu.gemm to 1e-5, every element written', async (m, k, n) => {
+      const a = ck.cpu.randomArray(Float32Array, m * k, freshSeed());
+      const b = ck.cpu.randomArray(Float32Array, k * n, freshSeed());
+      using dA = ck.upload(a);
+      using dB = ck.upload(b);
+      using out = ck.full('float32', m * n, NaN);
+      expect(ck.gemm(dA, dB, m, k, n, { ...options, out })).toBe(out);
+      expect(ck.cpu.relativeError(await out.toHost(), ck.cpu.gemm(a, b, m, k, n))).toBeLessThan(1e-5);
+    });
+  });
+
+  test('4096³: every method agrees with the reference to 1e-5', () => {
+    const N = 4096;
+    const reference = cublas ? 'cublas' : 'fast';
+    using a = ck.empty('float32', N * N).fillRandom(freshSeed());
+    using b = ck.empty('float32', N * N).fillRandom(freshSeed());
+    using ref = ck.gemm(a, b, N, N, N, { method: reference });
+    using out = ck.empty('float32', N * N);
+    for (const [name, options] of variants) {
+      if (options.method === reference) continue;
+      out.fill(NaN);
+      ck.gemm(a, b, N, N, N, { ...options, out });
+      const err = ck.deviceRelativeError(out, ref);
+      // Names the variant in the failure message.
+      expect(`${name}: ${err < 1e-5 ? 'within 1e-5' : err}`).toBe(`${name}: within 1e-5`);
+    }
+  });
+
+  test('bad input gives clear errors and nothing crashes', () => {
+    using a = ck.zeros('float32', 6);
+    using b = ck.zeros('float32', 12);
+    using f64 = ck.zeros('float64', 6);
+    expect(() => ck.gemm(f64 as never, b, 2, 3, 4)).toThrow(/dA must be a DeviceArray of float32/);
+    expect(() => ck.gemm(a, b, 2, 3, 5)).toThrow(/dB must be k·n = 3·5 = 15 elements long/);
+    expect(() => ck.gemm(a, b, 3, 3, 4)).toThrow(/dA must be m·k/);
+    expect(() => ck.gemm(a, b, 0, 3, 4)).toThrow(/m must be an integer ≥ 1/);
+    expect(() => ck.gemm(a, b, 2, -3, 4)).toThrow(RangeError);
+    expect(() => ck.gemm(a, b, 2, 3, 4.5)).toThrow(/n must be/);
+    expect(() => ck.gemm(a, b, 2, 3, 4, { method: 'strassen' as never })).toThrow(
+      /options.method must be one of auto, naive, shared, cublas, fast/,
+    );
+    expect(() => ck.gemm(a, b, 2, 3, 4, { method: 'shared', tile: 12 as never })).toThrow(
+      /options.tile must be one of 8, 16, 32/,
+    );
+    expect(() => ck.gemm(a, b, 2, 3, 4, { method: 'fast', tile: 8 })).toThrow(/tile applies only to method 'shared'/);
+    using small = ck.empty('float32', 7);
+    expect(() => ck.gemm(a, b, 2, 3, 4, { out: small })).toThrow(/options.out must be m·n = 8 elements long/);
+    const freed = ck.zeros('float32', 12);
+    freed.free();
+    expect(() => ck.gemm(a, freed, 2, 3, 4)).toThrow(/dB has been freed/);
+    using sq = ck.zeros('float32', 4);
+    expect(() => ck.gemm(sq, sq, 2, 2, 2, { out: sq })).toThrow(/must not be dA or dB/);
+  });
+});
