@@ -92,6 +92,22 @@ describeGpu('benchmark harness on the GPU', () => {
     expect(median(samples[1])).toBeGreaterThan(median(samples[0]));
   });
 
+  test.each([
+    ['ata', [300], ['tiled', 'fast'], ['300x300']],
+    ['gemm', [256], ['shared', 'fast'], ['256x256x256']],
+  ])('the %s family times its variants together and checks each', (family, sizes, methods, labels) => {
+    const ctx = { device: 0, reps: 3, warmup: 1, quick: true, sizes, methods, progress: () => {} };
+    const rows = families[family].run(ctx);
+    expect(rows.length).toBeGreaterThanOrEqual(methods.length);
+    for (const r of rows) {
+      expect(labels).toContain(r.size);
+      expect(r.check).toBe('ok');
+      expect(r.reps).toBe(3);
+      expect(r.ms).toBeGreaterThan(0);
+      expect(r.note).toMatch(/relative error vs/);
+    }
+  });
+
   test('the copy family measures and checks a copy', () => {
     const rows = families.copy.run({ device: 0, reps: 3, warmup: 1, quick: true, sizes: [8], progress: () => {} });
     expect(rows).toHaveLength(1);

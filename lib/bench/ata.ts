@@ -1,8 +1,8 @@
 // AᵀA benchmark: the report's square table 2000²…18000² and two tall-skinny shapes, every method.
-import { deviceRelativeError, empty, type DeviceArray } from '../array';
+import { empty, type DeviceArray } from '../array';
 import { cublasInfo } from '../device';
 import { atA, ataMethods, type AtaMethod } from '../ops/ata';
-import { type BenchContext, type BenchFamily, median, timeInterleaved } from './harness';
+import { type BenchContext, type BenchFamily, benchVariants } from './harness';
 import type { BenchRow } from './results';
 
 const SQUARES = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000];
@@ -44,31 +44,21 @@ export const ataFamily: BenchFamily = {
       // The report's basic kernel is slow; past BASIC_MAX it would dominate the run.
       const here = methods.filter((m) => !(m === 'basic' && r === c && c > BASIC_MAX));
       ctx.progress(`ata ${here.join(', ')} ${r}x${c}`);
-      const outs = here.map(() => empty('float64', c * c, { device: ctx.device }).fill(NaN));
-      try {
-        const samples = timeInterleaved(
-          here.map((method, i) => () => atA(a, r, c, { method: method as AtaMethod, out: outs[i] })),
-          { ...ctx, reps: big ? Math.min(ctx.reps, 5) : ctx.reps, warmup: 1 },
-        );
-        here.forEach((method, i) => {
-          const ms = median(samples[i]);
-          const err = deviceRelativeError(outs[i], ref);
-          const spread = `${Math.min(...samples[i]).toFixed(3)}–${Math.max(...samples[i]).toFixed(3)} ms`;
-          rows.push({
-            op: 'ata',
-            method,
-            size: `${r}x${c}`,
-            ms,
-            rate: gflops(r, c, ms),
-            unit: 'GFLOP/s',
-            reps: samples[i].length,
-            check: err < 1e-12 ? 'ok' : 'fail',
-            note: `${spread}; relative error vs ${reference}: ${err.toExponential(2)}; methods interleaved`,
-          });
-        });
-      } finally {
-        for (const o of outs) o.free();
-      }
+      rows.push(
+        ...benchVariants(ctx, {
+          op: 'ata',
+          size: `${r}x${c}`,
+          labels: here,
+          run: (i, out) => atA(a, r, c, { method: here[i] as AtaMethod, out: out as DeviceArray<'float64'> }),
+          makeOut: () => empty('float64', c * c, { device: ctx.device }),
+          ref,
+          refName: reference,
+          tolerance: 1e-12,
+          rate: (ms) => gflops(r, c, ms),
+          unit: 'GFLOP/s',
+          reps: big ? Math.min(ctx.reps, 5) : ctx.reps,
+        }),
+      );
     }
     return rows;
   },

@@ -1,9 +1,9 @@
 // SGEMM benchmark: the report's tables (tile 8/16/32 at 1024; 128…2048 for naive and shared) and
 // 1024…8192 for every method.
-import { deviceRelativeError, empty } from '../array';
+import { empty, type DeviceArray } from '../array';
 import { cublasInfo } from '../device';
 import { gemm, type GemmOptions } from '../ops/gemm';
-import { type BenchContext, type BenchFamily, median, timeInterleaved } from './harness';
+import { type BenchContext, type BenchFamily, benchVariants } from './harness';
 import type { BenchRow } from './results';
 
 interface Item {
@@ -46,31 +46,21 @@ export const gemmFamily: BenchFamily = {
       using ref = gemm(a, b, n, n, n, refOptions);
       const here = items.filter((x) => x.n === n);
       ctx.progress(`gemm ${here.map((it) => it.label).join(', ')} ${n}³`);
-      const outs = here.map(() => empty('float32', n * n, { device: ctx.device }).fill(NaN));
-      try {
-        const samples = timeInterleaved(
-          here.map((it, i) => () => gemm(a, b, n, n, n, { ...it.options, out: outs[i] })),
-          { ...ctx, reps: n >= 4096 ? Math.min(ctx.reps, 5) : ctx.reps, warmup: 1 },
-        );
-        here.forEach((it, i) => {
-          const ms = median(samples[i]);
-          const err = deviceRelativeError(outs[i], ref);
-          const spread = `${Math.min(...samples[i]).toFixed(3)}–${Math.max(...samples[i]).toFixed(3)} ms`;
-          rows.push({
-            op: 'gemm',
-            method: it.label,
-            size: `${n}x${n}x${n}`,
-            ms,
-            rate: (2 * n * n * n) / (ms * 1e-3) / 1e9,
-            unit: 'GFLOP/s',
-            reps: samples[i].length,
-            check: err < 1e-5 ? 'ok' : 'fail',
-            note: `${spread}; relative error vs ${refOptions.method}: ${err.toExponential(2)}; variants interleaved`,
-          });
-        });
-      } finally {
-        for (const o of outs) o.free();
-      }
+      rows.push(
+        ...benchVariants(ctx, {
+          op: 'gemm',
+          size: `${n}x${n}x${n}`,
+          labels: here.map((it) => it.label),
+          run: (i, out) => gemm(a, b, n, n, n, { ...here[i].options, out: out as DeviceArray<'float32'> }),
+          makeOut: () => empty('float32', n * n, { device: ctx.device }),
+          ref,
+          refName: refOptions.method as string,
+          tolerance: 1e-5,
+          rate: (ms) => (2 * n * n * n) / (ms * 1e-3) / 1e9,
+          unit: 'GFLOP/s',
+          reps: n >= 4096 ? Math.min(ctx.reps, 5) : ctx.reps,
+        }),
+      );
     }
     return rows;
   },

@@ -1,4 +1,5 @@
 // Timing with CUDA events: warm-up, then the median of several repetitions.
+import { type DeviceArray, deviceRelativeError } from '../array';
 import { EventTimer } from '../timing';
 import type { BenchRow } from './results';
 
@@ -51,6 +52,55 @@ export function timeInterleaved(
     });
   }
   return samples;
+}
+
+/** Several variants of one computation at one size, timed together and each checked. */
+export interface VariantSpec {
+  op: string;
+  size: string;
+  labels: readonly string[];
+  /** Runs variant `index`, writing its result into `out`. */
+  run(index: number, out: DeviceArray<'float32' | 'float64'>): void;
+  /** A fresh output array (poisoned with NaN before timing, so unwritten elements fail the check). */
+  makeOut(): DeviceArray<'float32' | 'float64'>;
+  ref: DeviceArray<'float32' | 'float64'>;
+  refName: string;
+  tolerance: number;
+  rate(ms: number): number;
+  unit: string;
+  reps: number;
+}
+
+/**
+ * Times the variants round-robin ({@link timeInterleaved}), then checks each one's output against
+ * `ref` on the device and returns one row per variant with the median, the spread and the error.
+ */
+export function benchVariants(ctx: BenchContext, spec: VariantSpec): BenchRow[] {
+  const outs = spec.labels.map(() => spec.makeOut().fill(NaN));
+  try {
+    const samples = timeInterleaved(
+      spec.labels.map((_, i) => () => spec.run(i, outs[i])),
+      { device: ctx.device, reps: spec.reps, warmup: 1 },
+    );
+    return spec.labels.map((method, i) => {
+      const ms = median(samples[i]);
+      const err = deviceRelativeError(outs[i], spec.ref);
+      const spread = `${Math.min(...samples[i]).toFixed(3)}–${Math.max(...samples[i]).toFixed(3)} ms`;
+      return {
+        op: spec.op,
+        method,
+        size: spec.size,
+        ms,
+        rate: spec.rate(ms),
+        unit: spec.unit,
+        reps: samples[i].length,
+        check: err < spec.tolerance ? 'ok' : 'fail',
+        note: `${spread}; relative error vs ${spec.refName}: ${err.toExponential(2)}; variants interleaved`,
+      };
+    });
+  } finally {
+    for (const o of outs) o.free();
+  }
 }
 
 /** What a family's benchmark receives. */

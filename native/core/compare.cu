@@ -1,4 +1,5 @@
 #include "compare.h"
+#include "launch.h"
 
 namespace ck {
 
@@ -45,13 +46,8 @@ __global__ void diff_norms_kernel(const T* __restrict__ a, const T* __restrict__
 
 template <typename T>
 cudaError_t launchAs(const void* a, const void* b, size_t length, double* sums, cudaStream_t stream) {
-  int device = 0, sms = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return err;
-  const size_t needed = (length + kThreads - 1) / kThreads;
-  const size_t cap = static_cast<size_t>(sms) * 8;
-  const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
+  unsigned blocks = 0;
+  if (cudaError_t err = gridStrideBlocks(length, kThreads, &blocks); err != cudaSuccess) return err;
   diff_norms_kernel<T>
       <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b), length, sums);
   return cudaGetLastError();

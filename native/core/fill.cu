@@ -1,6 +1,7 @@
 #include <cstdint>
 
 #include "fill.h"
+#include "launch.h"
 
 namespace ck {
 
@@ -15,14 +16,9 @@ __global__ void fill_kernel(T* __restrict__ out, size_t length, T value) {
 
 template <typename T>
 static cudaError_t fillAs(void* ptr, size_t length, T value, cudaStream_t stream) {
-  int device = 0, sms = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return err;
   constexpr int kThreads = 256;
-  const size_t needed = (length + kThreads - 1) / kThreads;
-  const size_t cap = static_cast<size_t>(sms) * 8;
-  const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
+  unsigned blocks = 0;
+  if (cudaError_t err = gridStrideBlocks(length, kThreads, &blocks); err != cudaSuccess) return err;
   fill_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(ptr), length, value);
   return cudaGetLastError();
 }
@@ -65,14 +61,9 @@ __global__ void fill_random_kernel(T* __restrict__ out, size_t length, uint64_t 
 
 template <typename T>
 static cudaError_t fillRandomAs(void* ptr, size_t length, uint64_t seed, cudaStream_t stream) {
-  int device = 0, sms = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) return err;
   constexpr int kThreads = 256;
-  const size_t needed = (length + kThreads - 1) / kThreads;
-  const size_t cap = static_cast<size_t>(sms) * 8;
-  const unsigned blocks = static_cast<unsigned>(needed < cap ? needed : cap);
+  unsigned blocks = 0;
+  if (cudaError_t err = gridStrideBlocks(length, kThreads, &blocks); err != cudaSuccess) return err;
   fill_random_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(ptr), length, seed);
   return cudaGetLastError();
 }
