@@ -30,8 +30,8 @@ const majorCache = new Map<number, number>();
 /**
  * The variant `auto` runs for a rows×cols A on `device`: the fastest measured on an H100
  * (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
- * very skinny A (few output tiles), cuBLAS DSYRK on small and mid-size squares, `fast` from about
- * 10000 columns up.
+ * very skinny A (few output tiles), cuBLAS DSYRK below about 8000 columns (where `fast` measured
+ * 0.80-0.99x of it), `fast` from 8000 columns up (1.06-1.15x of DSYRK).
  */
 export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof ataMethods)[number] {
   let major = majorCache.get(device);
@@ -42,7 +42,7 @@ export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof a
   const ours = major >= 8 ? 'fast' : 'tiled';
   if (!cublasInfo().available) return ours;
   if (cols <= 128) return 'cublas';
-  return ours === 'fast' && cols >= 10000 ? 'fast' : 'cublas-syrk';
+  return ours === 'fast' && cols >= 8000 ? 'fast' : 'cublas-syrk';
 }
 
 /**
