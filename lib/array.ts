@@ -276,16 +276,12 @@ export function dtypeBytes(dtype: Dtype): number {
 
 /**
  * ‖out − ref‖₂ / ‖ref‖₂ computed on the device in float64 (‖out − ref‖₂ when ref is all zeros);
- * NaN if `out` holds a NaN. For checking large results without copying them to the host.
+ * NaN if `out` holds a NaN; exactly 0 for equal integer arrays. For checking large results without
+ * copying them to the host.
  */
-export function deviceRelativeError(
-  out: DeviceArray<'float32' | 'float64'>,
-  ref: DeviceArray<'float32' | 'float64'>,
-): number {
+export function deviceRelativeError<D extends Dtype>(out: DeviceArray<D>, ref: DeviceArray<D>): number {
   checkArray('out', out);
   checkArray('ref', ref, out.dtype);
-  if (out.dtype !== 'float32' && out.dtype !== 'float64')
-    throw typeError('out', 'a float32 or float64 DeviceArray', out.dtype);
   if (out.length !== ref.length) throw rangeError('ref', `${out.length} elements long`, `${ref.length} elements`);
   if (out.device !== ref.device) throw rangeError('ref', `on device ${out.device}`, `device ${ref.device}`);
   return native.relativeError(out.handle('out'), ref.handle('ref'));

@@ -233,5 +233,12 @@ describeGpu('device helpers', () => {
     expect(ck.deviceRelativeError(poisoned, dy)).toBeNaN();
     using f = ck.upload(new Float32Array(10_007));
     expect(() => ck.deviceRelativeError(f as never, dy)).toThrow(/DeviceArray of float32/);
+    const ints = Int32Array.from({ length: 1000 }, (_, i) => i * 7919 - 3_000_000);
+    using di = ck.upload(ints);
+    using dj = ck.upload(ints);
+    expect(ck.deviceRelativeError(di, dj)).toBe(0);
+    ints[999] += 1;
+    dj.copyFrom(ints);
+    expect(ck.deviceRelativeError(di, dj)).toBeGreaterThan(0);
   });
 });

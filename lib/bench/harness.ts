@@ -60,10 +60,10 @@ export interface VariantSpec {
   size: string;
   labels: readonly string[];
   /** Runs variant `index`, writing its result into `out`. */
-  run(index: number, out: DeviceArray<'float32' | 'float64'>): void;
+  run(index: number, out: DeviceArray): void;
   /** A fresh output array (poisoned with NaN before timing, so unwritten elements fail the check). */
-  makeOut(): DeviceArray<'float32' | 'float64'>;
-  ref: DeviceArray<'float32' | 'float64'>;
+  makeOut(): DeviceArray;
+  ref: DeviceArray;
   refName: string;
   tolerance: number;
   rate(ms: number): number;

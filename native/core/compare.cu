@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include "compare.h"
 #include "launch.h"
 
@@ -61,7 +63,8 @@ cudaError_t launchDiffNorms(const void* a, const void* b, Dtype dtype, size_t le
   switch (dtype) {
     case Dtype::Float32: return launchAs<float>(a, b, length, sums, stream);
     case Dtype::Float64: return launchAs<double>(a, b, length, sums, stream);
-    default: return cudaErrorInvalidValue;
+    case Dtype::Int32: return launchAs<int32_t>(a, b, length, sums, stream);
+    case Dtype::Uint32: return launchAs<uint32_t>(a, b, length, sums, stream);
   }
 }
 
