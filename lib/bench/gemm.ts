@@ -25,10 +25,8 @@ function plan(ctx: BenchContext): Item[] {
     ...(haveCublas ? [{ n, label: 'cublas', options: { method: 'cublas' as const } }] : []),
   ];
   const sizes = ctx.sizes ?? (ctx.quick ? [512, 2048] : [128, 256, 512, 1024, 2048, 4096, 8192]);
-  let items = sizes.flatMap(all);
-  // The report's naive kernel is slow and says nothing new past 4096.
-  items = items.filter((it) => !(it.label === 'naive' && it.n > 4096));
-  if (ctx.methods) items = items.filter((it) => ctx.methods?.some((m) => it.label.startsWith(m)));
+  const items = sizes.flatMap(all);
+  if (ctx.methods) return items.filter((it) => ctx.methods?.some((m) => it.label.startsWith(m)));
   return items;
 }
 

@@ -4,6 +4,8 @@ import { randomArray, relativeError } from '../cpu/index';
 import { cublasInfo, deviceCount, deviceProperties, runtimeInfo } from '../device';
 import { median, timeGpu } from '../bench/harness';
 import { atA, ataMethods } from '../ops/ata';
+import { gemm, type GemmOptions } from '../ops/gemm';
+import { gemm as cpuGemm } from '../cpu/gemm';
 import { makeTable } from './table';
 
 const gflops = (rows: number, cols: number, ms: number) => ((2 * rows * cols * cols) / ms / 1e6).toFixed(0);
@@ -80,5 +82,37 @@ export function demo(out: (line: string) => void = console.log): void {
     ]);
   }
   out(large.toString());
+  failed = demoGemm(out) || failed;
   if (failed) process.exitCode = 1;
+}
+
+/** SGEMM: every variant on a 512³ product checked against the CPU, then timed at 4096³. */
+function demoGemm(out: (line: string) => void): boolean {
+  const variants: [string, GemmOptions][] = [
+    ['naive', { method: 'naive' }],
+    ['shared (tile 32)', { method: 'shared', tile: 32 }],
+    ['fast', { method: 'fast' }],
+    ...(cublasInfo().available ? [['cublas', { method: 'cublas' }] as [string, GemmOptions]] : []),
+  ];
+  let failed = false;
+  const table = makeTable(['C = A·B (float32)', 'method', 'ms', 'GFLOP/s', '‖C−ref‖/‖ref‖', 'check']);
+  for (const n of [512, 4096]) {
+    const seed = Date.now() & 0xffff;
+    using a = empty('float32', n * n).fillRandom(seed);
+    using b = empty('float32', n * n).fillRandom(seed + 1);
+    // The CPU checks the small product; the large one is checked against cuBLAS (or fast without it).
+    const ref = n <= 512 ? cpuGemm(a.toHostSync(), b.toHostSync(), n, n, n) : undefined;
+    using reference = gemm(a, b, n, n, n, variants[variants.length - 1][1]);
+    using c = empty('float32', n * n);
+    for (const [label, options] of variants) {
+      c.fill(NaN);
+      const ms = median(timeGpu(() => gemm(a, b, n, n, n, { ...options, out: c }), { device: 0, reps: 5, warmup: 1 }));
+      const err = ref ? relativeError(c.toHostSync(), ref) : deviceRelativeError(c, reference);
+      failed ||= !(err < 1e-5);
+      const rate = ((2 * n ** 3) / ms / 1e6).toFixed(0);
+      table.push([`${n}³`, label, ms.toFixed(3), rate, err.toExponential(1), err < 1e-5 ? 'ok' : 'FAIL']);
+    }
+  }
+  out(table.toString());
+  return failed;
 }
