@@ -106,4 +106,10 @@ export interface NativeBinding {
     tile: number,
   ): void;
   gemmMethods(): string[];
+
+  /** Prefix sums of `a` into `out` (same dtype and length; may be `a`) with the method at `method`. */
+  scanRun(a: BufferHandle, out: BufferHandle, method: number, inclusive: boolean): void;
+  scanMethods(): string[];
+  /** op: 0 sum, 1 min, 2 max. */
+  reduceRun(a: BufferHandle, op: number): number;
 }

@@ -34,4 +34,6 @@ export {
 export { EventTimer, timed, type Timed } from './timing';
 export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from './ops/ata';
 export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';
+export { scan, reduce, scanMethods, type ScanMethod, type ScanOptions } from './ops/scan';
+export type { ReduceOp } from './cpu/scan';
 export * as cpu from './cpu/index';

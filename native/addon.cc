@@ -11,6 +11,7 @@ void registerEvents(Napi::Env env, Napi::Object exports);
 void registerCublas(Napi::Env env, Napi::Object exports);
 void registerAta(Napi::Env env, Napi::Object exports);
 void registerGemm(Napi::Env env, Napi::Object exports);
+void registerScan(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -22,6 +23,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerCublas(env, exports);
   ck::registerAta(env, exports);
   ck::registerGemm(env, exports);
+  ck::registerScan(env, exports);
   return exports;
 }
 

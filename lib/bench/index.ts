@@ -2,12 +2,14 @@
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
+import { scanFamily } from './scan';
 import type { BenchFamily } from './harness';
 
 export const families: Record<string, BenchFamily> = {
   copy: copyFamily,
   ata: ataFamily,
   gemm: gemmFamily,
+  scan: scanFamily,
 };
 
 export * from './harness';

@@ -1,6 +1,7 @@
 // CPU references, exported as `cpu.*`. Each family adds its reference here.
 export { atA } from './ata';
 export { gemm } from './gemm';
+export { scan, reduce, type ReduceOp } from './scan';
 
 type Numeric = ArrayLike<number>;
 

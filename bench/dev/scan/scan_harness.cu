@@ -1,0 +1,484 @@
+// Standalone correctness test and benchmark for scan.cu (GPU host, no Node.js).
+//   nvcc -std=c++17 -O3 -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \
+//        native/scan/scan.cu bench/dev/scan/scan_harness.cu -o scan_harness
+//   ./scan_harness            all checks, then timings
+//   ./scan_harness --small    small sizes only, no timing (for compute-sanitizer)
+//   ./scan_harness --san      fewer sizes, default methods only (for racecheck)
+//   ./scan_harness --no-time  checks only
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scan.h"
+
+namespace ck {
+namespace scan {
+namespace detail {
+int fastVariantCount();
+const char* fastVariantName(int v);
+cudaError_t launchFastVariant(int variant, const void* in, void* out, Dtype dtype, size_t n, bool inclusive,
+                              cudaStream_t stream);
+}  // namespace detail
+}  // namespace scan
+}  // namespace ck
+
+using ck::Dtype;
+namespace cs = ck::scan;
+
+#define CHECK(x)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
+      std::exit(2);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+static int g_failures = 0, g_checks = 0;
+
+using ScanFn = std::function<cudaError_t(const void*, void*, Dtype, size_t, bool, cudaStream_t)>;
+struct Method {
+  std::string name;
+  ScanFn fn;
+  bool oneBlock;  // the warp method: one SM, only small sizes
+};
+
+static std::vector<Method> methods() {
+  std::vector<Method> m = {
+      {"warp", cs::launchWarp, true},
+      {"blocks", cs::launchBlocks, false},
+      {"cub", cs::launchCub, false},
+      {"fast", cs::launchFast, false},
+  };
+  for (int v = 0; v < cs::detail::fastVariantCount(); ++v) {
+    m.push_back({std::string("fast[") + cs::detail::fastVariantName(v) + "]",
+                 [v](const void* i, void* o, Dtype d, size_t n, bool inc, cudaStream_t s) {
+                   return cs::detail::launchFastVariant(v, i, o, d, n, inc, s);
+                 },
+                 false});
+  }
+  return m;
+}
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static inline uint64_t nextRand() {  // splitmix64
+  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Host data for one dtype and size: raw bytes plus the references.
+struct HostCase {
+  Dtype dtype;
+  size_t n;
+  std::vector<unsigned char> bytes;
+};
+
+static size_t esize(Dtype d) { return ck::dtypeSize(d); }
+
+static void fillRandom(HostCase& c) {
+  c.bytes.resize(std::max<size_t>(c.n, 1) * esize(c.dtype));
+  switch (c.dtype) {
+    case Dtype::Float32: {
+      float* p = reinterpret_cast<float*>(c.bytes.data());
+      for (size_t i = 0; i < c.n; ++i) p[i] = static_cast<float>((nextRand() >> 40) * (2.0 / 16777216.0) - 1.0);
+      break;
+    }
+    case Dtype::Float64: {
+      double* p = reinterpret_cast<double*>(c.bytes.data());
+      for (size_t i = 0; i < c.n; ++i) p[i] = static_cast<double>(nextRand() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+      break;
+    }
+    default: {
+      uint32_t* p = reinterpret_cast<uint32_t*>(c.bytes.data());
+      for (size_t i = 0; i < c.n; ++i) p[i] = static_cast<uint32_t>(nextRand() >> 17);
+      break;
+    }
+  }
+}
+
+// Compares a device result against the CPU: integers exactly (mod 2^32), floats within
+// tol * sum |in_0..i| of a double prefix. Returns the number of bad elements (first few printed).
+static size_t checkScan(const HostCase& c, const unsigned char* out, bool inclusive, const std::string& label) {
+  const size_t n = c.n;
+  size_t bad = 0;
+  if (c.dtype == Dtype::Float32 || c.dtype == Dtype::Float64) {
+    const double tol = c.dtype == Dtype::Float32 ? 1e-5 : 1e-12;
+    // Serial double prefix (the reference) - cheap compared with the transfers.
+    double sum = 0, abssum = 0;
+    size_t firstBad = SIZE_MAX;
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double x = c.dtype == Dtype::Float32 ? reinterpret_cast<const float*>(c.bytes.data())[i]
+                                                 : reinterpret_cast<const double*>(c.bytes.data())[i];
+      const double before = sum;
+      sum += x;
+      abssum += std::fabs(x);
+      const double ref = inclusive ? sum : before;
+      const double got = c.dtype == Dtype::Float32 ? reinterpret_cast<const float*>(out)[i]
+                                                   : reinterpret_cast<const double*>(out)[i];
+      const double err = std::fabs(got - ref);
+      const double bound = tol * abssum + 1e-30;
+      if (!(err <= bound)) {
+        if (bad == 0) firstBad = i;
+        ++bad;
+      }
+      worst = std::max(worst, err / bound);
+    }
+    if (bad) {
+      const size_t i = firstBad;
+      std::printf("  FAIL %s: %zu bad, first at %zu, worst err/bound %.3g\n", label.c_str(), bad, i, worst);
+    }
+  } else {
+    const uint32_t* in = reinterpret_cast<const uint32_t*>(c.bytes.data());
+    const uint32_t* got = reinterpret_cast<const uint32_t*>(out);
+    uint32_t sum = 0;
+    size_t firstBad = SIZE_MAX;
+    uint32_t want0 = 0, got0 = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t before = sum;
+      sum += in[i];
+      const uint32_t ref = inclusive ? sum : before;
+      if (got[i] != ref) {
+        if (bad == 0) {
+          firstBad = i;
+          want0 = ref;
+          got0 = got[i];
+        }
+        ++bad;
+      }
+    }
+    if (bad)
+      std::printf("  FAIL %s: %zu bad, first at %zu (want %u got %u)\n", label.c_str(), bad, firstBad, want0, got0);
+  }
+  ++g_checks;
+  if (bad) ++g_failures;
+  return bad;
+}
+
+struct DeviceBuffers {
+  unsigned char* in = nullptr;
+  unsigned char* out = nullptr;
+  size_t bytes = 0;
+};
+
+static unsigned char* g_hostOut = nullptr;
+static size_t g_hostOutBytes = 0;
+static unsigned char* hostOut(size_t bytes) {
+  if (bytes > g_hostOutBytes) {
+    if (g_hostOut) CHECK(cudaFreeHost(g_hostOut));
+    CHECK(cudaMallocHost(&g_hostOut, bytes));
+    g_hostOutBytes = bytes;
+  }
+  return g_hostOut;
+}
+
+static const char* dname(Dtype d) { return ck::dtypeName(d); }
+
+// One method on one case: out-of-place (poisoned output) and in-place, at element offsets inOff /
+// outOff into the device buffers (to exercise the unaligned paths).
+static void runScanCase(const HostCase& c, const Method& m, bool inclusive, DeviceBuffers& d, size_t inOff,
+                        size_t outOff, bool inPlace, cudaStream_t s) {
+  const size_t es = esize(c.dtype), n = c.n, bytes = n * es;
+  char label[256];
+  std::snprintf(label, sizeof label, "%s %s %s n=%zu%s off=%zu/%zu", m.name.c_str(), dname(c.dtype),
+                inclusive ? "incl" : "excl", n, inPlace ? " in-place" : "", inOff, outOff);
+  unsigned char* in = d.in + inOff * es;
+  unsigned char* out = (inPlace ? d.in : d.out) + outOff * es;
+  if (inPlace) {
+    out = in;
+    CHECK(cudaMemcpyAsync(in, c.bytes.data(), bytes, cudaMemcpyHostToDevice, s));
+  } else {
+    CHECK(cudaMemcpyAsync(in, c.bytes.data(), bytes, cudaMemcpyHostToDevice, s));
+    CHECK(cudaMemsetAsync(d.out, 0xFF, d.bytes, s));
+  }
+  cudaError_t err = m.fn(in, out, c.dtype, n, inclusive, s);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  if (err != cudaSuccess) {
+    std::printf("  FAIL %s: %s\n", label, cudaGetErrorString(err));
+    ++g_failures;
+    ++g_checks;
+    std::exit(3);
+  }
+  unsigned char* h = hostOut(std::max<size_t>(bytes, 16) + 16);
+  if (n == 0) {
+    // Nothing may be written: the poisoned first bytes must survive.
+    CHECK(cudaMemcpy(h, out, 4, cudaMemcpyDeviceToHost));
+    ++g_checks;
+    if (!inPlace && (h[0] != 0xFF || h[3] != 0xFF)) {
+      std::printf("  FAIL %s: wrote something for n == 0\n", label);
+      ++g_failures;
+    }
+    return;
+  }
+  CHECK(cudaMemcpy(h, out, bytes, cudaMemcpyDeviceToHost));
+  checkScan(c, h, inclusive, label);
+  if (!inPlace) {
+    // The element just past the end must still be poison (out-of-place only).
+    unsigned char tail[8];
+    CHECK(cudaMemcpy(tail, out + bytes, es, cudaMemcpyDeviceToHost));
+    bool poisoned = true;
+    for (size_t b = 0; b < es; ++b) poisoned &= tail[b] == 0xFF;
+    ++g_checks;
+    if (!poisoned) {
+      std::printf("  FAIL %s: wrote past the end\n", label);
+      ++g_failures;
+    }
+  }
+}
+
+static void checkReduce(const HostCase& c, DeviceBuffers& d, double* dResult, cudaStream_t s) {
+  const size_t n = c.n;
+  CHECK(cudaMemcpy(d.in, c.bytes.data(), n * esize(c.dtype), cudaMemcpyHostToDevice));
+  for (int op = 0; op < 3; ++op) {
+    double want = op == 0 ? 0.0 : (op == 1 ? INFINITY : -INFINITY), absSum = 0;
+    uint32_t wrapped = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double x;
+      switch (c.dtype) {
+        case Dtype::Float32: x = reinterpret_cast<const float*>(c.bytes.data())[i]; break;
+        case Dtype::Float64: x = reinterpret_cast<const double*>(c.bytes.data())[i]; break;
+        case Dtype::Int32: x = reinterpret_cast<const int32_t*>(c.bytes.data())[i]; break;
+        default: x = reinterpret_cast<const uint32_t*>(c.bytes.data())[i]; break;
+      }
+      if (c.dtype == Dtype::Int32 || c.dtype == Dtype::Uint32) wrapped += reinterpret_cast<const uint32_t*>(c.bytes.data())[i];
+      if (op == 0) want += x, absSum += std::fabs(x);
+      if (op == 1) want = std::min(want, x);
+      if (op == 2) want = std::max(want, x);
+    }
+    if (op == 0 && c.dtype == Dtype::Int32) want = static_cast<int32_t>(wrapped);
+    if (op == 0 && c.dtype == Dtype::Uint32) want = wrapped;
+    const double poison = -12345.678;
+    CHECK(cudaMemcpy(dResult, &poison, sizeof poison, cudaMemcpyHostToDevice));
+    CHECK(cs::launchReduce(d.in, c.dtype, n, static_cast<cs::ReduceOp>(op), dResult, s));
+    CHECK(cudaStreamSynchronize(s));
+    double got;
+    CHECK(cudaMemcpy(&got, dResult, sizeof got, cudaMemcpyDeviceToHost));
+    const bool isFloatSum = op == 0 && (c.dtype == Dtype::Float32 || c.dtype == Dtype::Float64);
+    const bool ok = isFloatSum ? std::fabs(got - want) <= 1e-12 * absSum + 1e-300 : got == want;
+    ++g_checks;
+    if (!ok) {
+      ++g_failures;
+      std::printf("  FAIL reduce %s %s n=%zu: want %.17g got %.17g\n", op == 0 ? "sum" : op == 1 ? "min" : "max",
+                  dname(c.dtype), n, want, got);
+    }
+  }
+}
+
+static void correctness(bool small, bool sanitize, cudaStream_t s) {
+  std::vector<size_t> sizes = {0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 65537};
+  if (sanitize) sizes = {0, 1, 33, 1025, 65537};  // sanitizers run each launch ~100x slower
+  if (!small) {
+    sizes.push_back((1u << 20) + 7);
+    sizes.push_back(100000003);
+  }
+  const Dtype dtypes[] = {Dtype::Int32, Dtype::Uint32, Dtype::Float32, Dtype::Float64};
+  const std::vector<Method> ms = methods();
+  const size_t maxN = sizes.back();
+  DeviceBuffers d;
+  d.bytes = (maxN + 8) * 8;
+  CHECK(cudaMalloc(&d.in, d.bytes));
+  CHECK(cudaMalloc(&d.out, d.bytes));
+  double* dResult;
+  CHECK(cudaMalloc(&dResult, sizeof(double)));
+  for (Dtype dt : dtypes) {
+    for (size_t n : sizes) {
+      HostCase c{dt, n, {}};
+      fillRandom(c);
+      const int before = g_failures;
+      for (const Method& m : ms) {
+        const bool variant = m.name.rfind("fast[", 0) == 0;
+        if (variant && n > (1u << 21)) continue;  // tuning variants: small and medium sizes only
+        for (int inc = 1; inc >= 0; --inc) {
+          runScanCase(c, m, inc, d, 0, 0, false, s);
+          runScanCase(c, m, inc, d, 0, 0, true, s);
+        }
+        // Unaligned starts: same misalignment (vector body, scalar head) and different
+        // misalignment (scalar throughout), plus in-place from an unaligned start.
+        if (n == 33 || n == 1025 || n == 65537 || n == (1u << 20) + 7) {
+          runScanCase(c, m, true, d, 1, 1, false, s);
+          runScanCase(c, m, false, d, 3, 3, false, s);
+          runScanCase(c, m, true, d, 1, 2, false, s);
+          runScanCase(c, m, false, d, 1, 1, true, s);
+        }
+      }
+      checkReduce(c, d, dResult, s);
+      HostCase shifted = c;  // reduce from an unaligned start (head and tail paths)
+      if (n > 1) {
+        shifted.n = n - 1;
+        shifted.bytes.assign(c.bytes.begin() + esize(dt), c.bytes.end());
+        checkReduce(shifted, d, dResult, s);
+      }
+      std::printf("checked %-7s n=%-10zu %s\n", dname(dt), n, g_failures == before ? "ok" : "FAILED");
+      std::fflush(stdout);
+    }
+  }
+  CHECK(cudaFree(d.in));
+  CHECK(cudaFree(d.out));
+  CHECK(cudaFree(dResult));
+}
+
+// Past 2^31 elements (and 2^33 bytes): every method but warp on uint32, inclusive, against one
+// reference prefix compared in parallel.
+static void hugeCheck(cudaStream_t s) {
+  const size_t n = (size_t(1) << 31) + 5;
+  std::vector<uint32_t> in(n), ref(n);
+#pragma omp parallel for
+  for (long long i = 0; i < static_cast<long long>(n); ++i) in[i] = static_cast<uint32_t>(i * 2654435761u + 12345u);
+  uint32_t sum = 0;
+  for (size_t i = 0; i < n; ++i) ref[i] = (sum += in[i]);
+  uint32_t *dIn, *dOut;
+  CHECK(cudaMalloc(&dIn, n * 4));
+  CHECK(cudaMalloc(&dOut, n * 4 + 64));
+  CHECK(cudaMemcpy(dIn, in.data(), n * 4, cudaMemcpyHostToDevice));
+  uint32_t* h = reinterpret_cast<uint32_t*>(hostOut(n * 4 + 64));
+  for (const Method& m : methods()) {
+    if (m.oneBlock) continue;
+    CHECK(cudaMemsetAsync(dOut, 0xFF, n * 4 + 64, s));
+    CHECK(m.fn(dIn, dOut, Dtype::Uint32, n, true, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaMemcpy(h, dOut, n * 4 + 4, cudaMemcpyDeviceToHost));
+    long long bad = 0;
+#pragma omp parallel for reduction(+ : bad)
+    for (long long i = 0; i < static_cast<long long>(n); ++i) bad += h[i] != ref[i];
+    bad += h[n] != 0xFFFFFFFFu;
+    ++g_checks;
+    if (bad) ++g_failures;
+    std::printf("checked uint32  n=2^31+5 %-22s inclusive: %s (%lld bad)\n", m.name.c_str(), bad ? "FAILED" : "ok", bad);
+  }
+  CHECK(cudaFree(dIn));
+  CHECK(cudaFree(dOut));
+}
+
+// ---------------------------------------------------------------------------------------------
+// timing
+
+struct Row {
+  std::string dtype, method;
+  size_t n;
+  double ms, gbs, vsCub, vsCopy;
+};
+
+static void timing(cudaStream_t s, std::vector<Row>& rows) {
+  struct Plan {
+    Dtype d;
+    std::vector<int> log2n;
+  };
+  const Plan plans[] = {{Dtype::Int32, {20, 24, 28, 30}},
+                        {Dtype::Uint32, {20, 24, 28}},
+                        {Dtype::Float32, {20, 24, 28}},
+                        {Dtype::Float64, {20, 24, 28}}};
+  const std::vector<Method> scanMethods = methods();
+  constexpr int kWarm = 2, kReps = 10;
+  for (const Plan& p : plans) {
+    for (int lg : p.log2n) {
+      const size_t n = size_t(1) << lg, es = esize(p.d), bytes = n * es;
+      unsigned char *in, *out;
+      double* dRes;
+      CHECK(cudaMalloc(&in, bytes));
+      CHECK(cudaMalloc(&out, bytes));
+      CHECK(cudaMalloc(&dRes, sizeof(double)));
+      {
+        HostCase c{p.d, std::min<size_t>(n, size_t(1) << 24), {}};
+        fillRandom(c);
+        for (size_t off = 0; off < bytes; off += c.bytes.size())
+          CHECK(cudaMemcpy(in + off, c.bytes.data(), std::min(c.bytes.size(), bytes - off), cudaMemcpyHostToDevice));
+      }
+      struct Timed {
+        std::string name;
+        std::function<cudaError_t()> fn;
+        double bytesMoved;
+      };
+      std::vector<Timed> ts;
+      ts.push_back({"copy", [=] { return cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s); }, 2.0 * bytes});
+      for (const Method& m : scanMethods) {
+        if (m.oneBlock && lg > 24) continue;
+        ScanFn fn = m.fn;
+        ts.push_back({m.name, [=] { return fn(in, out, p.d, n, true, s); }, 2.0 * bytes});
+      }
+      ts.push_back({"fast excl", [=] { return cs::launchFast(in, out, p.d, n, false, s); }, 2.0 * bytes});
+      ts.push_back({"reduce sum", [=] { return cs::launchReduce(in, p.d, n, cs::ReduceOp::Sum, dRes, s); }, 1.0 * bytes});
+      ts.push_back({"reduce max", [=] { return cs::launchReduce(in, p.d, n, cs::ReduceOp::Max, dRes, s); }, 1.0 * bytes});
+
+      const int M = static_cast<int>(ts.size());
+      std::vector<cudaEvent_t> ev(2 * M * kReps);
+      for (auto& e : ev) CHECK(cudaEventCreate(&e));
+      for (int w = 0; w < kWarm; ++w)
+        for (auto& t : ts) CHECK(t.fn());
+      CHECK(cudaStreamSynchronize(s));
+      for (int r = 0; r < kReps; ++r)  // round-robin: every method sees the same machine state
+        for (int m = 0; m < M; ++m) {
+          CHECK(cudaEventRecord(ev[2 * (r * M + m)], s));
+          CHECK(ts[m].fn());
+          CHECK(cudaEventRecord(ev[2 * (r * M + m) + 1], s));
+        }
+      CHECK(cudaStreamSynchronize(s));
+      std::vector<double> med(M);
+      for (int m = 0; m < M; ++m) {
+        std::vector<float> t(kReps);
+        for (int r = 0; r < kReps; ++r) CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * M + m)], ev[2 * (r * M + m) + 1]));
+        std::sort(t.begin(), t.end());
+        med[m] = 0.5 * (t[kReps / 2 - 1] + t[kReps / 2]);
+      }
+      double cubMs = 0, copyMs = med[0];
+      for (int m = 0; m < M; ++m)
+        if (ts[m].name == "cub") cubMs = med[m];
+      for (int m = 0; m < M; ++m) {
+        Row row{dname(p.d), ts[m].name, n, med[m], ts[m].bytesMoved / (med[m] * 1e6), cubMs / med[m], copyMs / med[m]};
+        // For the reduce rows "vs copy" compares against half the copy time (a copy reads and
+        // writes; a reduction only reads).
+        if (ts[m].bytesMoved < 2.0 * bytes) row.vsCopy = 0.5 * copyMs / med[m];
+        rows.push_back(row);
+        std::printf("time %-8s 2^%d %-18s %9.4f ms %8.1f GB/s  x%.3f cub  x%.3f copy\n", row.dtype.c_str(), lg,
+                    row.method.c_str(), row.ms, row.gbs, row.vsCub, row.vsCopy);
+      }
+      std::fflush(stdout);
+      for (auto& e : ev) CHECK(cudaEventDestroy(e));
+      CHECK(cudaFree(in));
+      CHECK(cudaFree(out));
+      CHECK(cudaFree(dRes));
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  bool small = false, doTime = true, huge = true, sanitize = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--small")) small = true, doTime = false, huge = false;
+    if (!std::strcmp(argv[i], "--san")) small = true, doTime = false, huge = false, sanitize = true;
+    if (!std::strcmp(argv[i], "--no-time")) doTime = false;
+    if (!std::strcmp(argv[i], "--no-huge")) huge = false;
+    if (!std::strcmp(argv[i], "--time-only")) small = true, huge = false;
+  }
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  correctness(small, sanitize, s);
+  if (huge) hugeCheck(s);
+  std::printf("correctness: %d checks, %d failures\n", g_checks, g_failures);
+  std::fflush(stdout);
+  if (doTime) {
+    std::vector<Row> rows;
+    timing(s, rows);
+    std::printf("\n| dtype | n | method | ms | GB/s | vs cub | vs copy |\n|---|---|---|---|---|---|---|\n");
+    for (const Row& r : rows) {
+      int lg = 0;
+      while ((size_t(1) << lg) < r.n) ++lg;
+      std::printf("| %s | 2^%d | %s | %.4f | %.0f | %.3f | %.3f |\n", r.dtype.c_str(), lg, r.method.c_str(), r.ms,
+                  r.gbs, r.vsCub, r.vsCopy);
+    }
+  }
+  CHECK(cudaStreamDestroy(s));
+  return g_failures ? 1 : 0;
+}

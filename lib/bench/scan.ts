@@ -1,0 +1,45 @@
+// Scan benchmark: 2^20…2^30 elements (2^30 for int32 only), every method and dtype, with the
+// rate counted as bytes read plus written (2·n·bytes).
+import { dtypeBytes, dtypes, empty, type Dtype } from '../array';
+import { scan, scanMethods, type ScanMethod } from '../ops/scan';
+import { type BenchContext, type BenchFamily, benchVariants } from './harness';
+import type { BenchRow } from './results';
+
+// The report's one-block scan cannot fill the GPU; past this length it only adds minutes.
+const WARP_MAX = 2 ** 24;
+
+export const scanFamily: BenchFamily = {
+  op: 'scan',
+  description: 'inclusive prefix sum (GB/s = 2·n·bytes/time)',
+  run(ctx: BenchContext): BenchRow[] {
+    const lengths = ctx.sizes ?? (ctx.quick ? [2 ** 20, 2 ** 24] : [2 ** 20, 2 ** 24, 2 ** 28, 2 ** 30]);
+    const rows: BenchRow[] = [];
+    for (const dtype of dtypes as readonly Dtype[]) {
+      for (const n of lengths) {
+        if (n > 2 ** 28 && dtype !== 'int32') continue;
+        const methods = (ctx.methods ?? [...scanMethods]).filter((m) => m !== 'warp' || n <= WARP_MAX);
+        using a = empty(dtype, n, { device: ctx.device }).fillRandom(n + dtype.length);
+        using ref = scan(a, { method: 'cub' });
+        ctx.progress(`scan ${dtype} ${methods.join(', ')} n=${n}`);
+        const bytes = 2 * n * dtypeBytes(dtype);
+        const batch = benchVariants(ctx, {
+          op: 'scan',
+          size: `${n}`,
+          labels: methods,
+          run: (i, out) => scan(a, { method: methods[i] as ScanMethod, out }),
+          makeOut: () => empty(dtype, n, { device: ctx.device }),
+          ref,
+          refName: 'cub',
+          // Integers must match exactly; floats differ from CUB's order by rounding.
+          tolerance: dtype === 'float32' ? 1e-5 : dtype === 'float64' ? 1e-12 : Number.MIN_VALUE,
+          rate: (ms) => bytes / (ms * 1e-3) / 1e9,
+          unit: 'GB/s',
+          reps: ctx.reps,
+        });
+        // One row per method, dtype and length: the dtype goes into the method name.
+        rows.push(...batch.map((r) => ({ ...r, method: `${r.method}-${dtype}` })));
+      }
+    }
+    return rows;
+  },
+};

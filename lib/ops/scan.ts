@@ -1,0 +1,83 @@
+import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
+import type { ReduceOp } from '../cpu/scan';
+import { rangeError, typeError } from '../errors';
+import { native } from '../native';
+
+/**
+ * The scan variants, in the order of native/scan/methods.cc (the test suite checks the two agree).
+ *
+ * - `warp`: the report's algorithm — warp up-sweep/down-sweep scans, warp totals carried across
+ *   the block, one block walking the whole array (a teaching reference, not fast).
+ * - `blocks`: the classic three kernels — reduce each block, scan the block sums, scan each block
+ *   with its offset.
+ * - `cub`: cub::DeviceScan from the toolkit's CCCL headers.
+ * - `fast`: single pass with decoupled look-back.
+ */
+export const scanMethods = ['warp', 'blocks', 'cub', 'fast'] as const;
+
+/** A variant name, or `auto` (`fast`). */
+export type ScanMethod = (typeof scanMethods)[number] | 'auto';
+
+export interface ScanOptions {
+  /** Inclusive (default) or exclusive: out[0] = 0, out[i] = Σ in[0..i-1]. */
+  inclusive?: boolean;
+  /** Variant (default `auto`). */
+  method?: ScanMethod;
+  /** Output of the same dtype and length on the same device; may be the input itself (in place). */
+  out?: DeviceArray;
+}
+
+const REDUCE_OPS: readonly ReduceOp[] = ['sum', 'min', 'max'];
+
+/**
+ * Prefix sums of a device array (int32, uint32, float32 or float64, any length), as a new
+ * DeviceArray of the same dtype, or written into `options.out` (which may be `arr`).
+ *
+ * Integer sums wrap around modulo 2^32 (two's complement for int32), as in C. Float scans run in
+ * the array's own precision, in an order that differs from the sequential one, so float32 results
+ * differ from a float64 prefix by rounding.
+ *
+ * @example
+ * ```ts
+ * using counts = upload(new Int32Array([3, 1, 4, 1, 5]));
+ * using offsets = scan(counts, { inclusive: false }); // [0, 3, 4, 8, 9]
+ * ```
+ */
+export function scan<D extends Dtype>(arr: DeviceArray<D>, options: ScanOptions = {}): DeviceArray<D> {
+  checkArray('arr', arr);
+  if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
+  const inclusive = options.inclusive ?? true;
+  if (typeof inclusive !== 'boolean') throw typeError('options.inclusive', 'a boolean', inclusive);
+  const method = options.method ?? 'auto';
+  if (method !== 'auto' && !(scanMethods as readonly string[]).includes(method)) {
+    throw rangeError('options.method', `one of auto, ${scanMethods.join(', ')}`, method);
+  }
+  const resolved = method === 'auto' ? 'fast' : method;
+  let out = options.out as DeviceArray<D> | undefined;
+  if (out !== undefined) {
+    checkArray('options.out', out, arr.dtype);
+    if (out.length !== arr.length)
+      throw rangeError('options.out', `${arr.length} elements long`, `${out.length} elements`);
+    if (out.device !== arr.device) throw rangeError('options.out', `on device ${arr.device}`, `device ${out.device}`);
+  }
+  const owned = out === undefined;
+  out ??= empty(arr.dtype, arr.length, { device: arr.device, shape: arr.shape });
+  try {
+    native.scanRun(arr.handle('arr'), out.handle('options.out'), scanMethods.indexOf(resolved), inclusive);
+  } catch (e) {
+    if (owned) out.free();
+    throw e;
+  }
+  return out;
+}
+
+/**
+ * `sum`, `min` or `max` of a device array, as a number (this waits for the GPU). Float sums
+ * accumulate in float64; integer sums wrap around modulo 2^32 like {@link scan}'s last element (an
+ * int32 result as the signed value). An empty array gives 0, +Infinity and -Infinity.
+ */
+export function reduce(arr: DeviceArray, op: ReduceOp): number {
+  checkArray('arr', arr);
+  if (!REDUCE_OPS.includes(op)) throw rangeError('op', "'sum', 'min' or 'max'", op);
+  return native.reduceRun(arr.handle('arr'), REDUCE_OPS.indexOf(op));
+}

@@ -1,0 +1,75 @@
+// N-API glue for scan and reduce: unwrap, re-check, launch, nothing else.
+#include <napi.h>
+
+#include <string>
+
+#include "core/args.h"
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "scan/methods.h"
+#include "scan/scan.h"
+
+namespace ck {
+
+namespace {
+
+// scanRun(in, out, methodIndex, inclusive)
+Napi::Value scanRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& in = unwrapBuffer(info[0], "arr");
+  DeviceBuffer& out = unwrapBuffer(info[1], "out");
+  const int method = intArg(info, 2, "method");
+  if (method < 0 || method >= scan::kMethodCount)
+    throw Napi::RangeError::New(env, "method index out of range");
+  if (info.Length() < 4 || !info[3].IsBoolean())
+    throw Napi::TypeError::New(env, "inclusive must be a boolean");
+  const bool inclusive = info[3].As<Napi::Boolean>().Value();
+  if (in.dtype != out.dtype) throw Napi::TypeError::New(env, "arr and out must have the same dtype");
+  if (in.length != out.length) throw Napi::RangeError::New(env, "arr and out must have the same length");
+  if (in.device != out.device) throw Napi::RangeError::New(env, "arr and out must be on the same device");
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(in.device);
+    check(scan::kMethods[method].launch(in.ptr, out.ptr, in.dtype, in.length, inclusive, stream),
+          (std::string("scan ") + scan::kMethods[method].name).c_str());
+  });
+  return env.Undefined();
+}
+
+Napi::Value scanMethods(const Napi::CallbackInfo& info) {
+  auto names = Napi::Array::New(info.Env(), scan::kMethodCount);
+  for (int i = 0; i < scan::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), scan::kMethods[i].name);
+  return names;
+}
+
+// reduceRun(in, op) -> number; waits for the result.
+Napi::Value reduceRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& in = unwrapBuffer(info[0], "arr");
+  const int op = intArg(info, 1, "op");
+  if (op < 0 || op > 2) throw Napi::RangeError::New(env, "op must be 0 (sum), 1 (min) or 2 (max)");
+  return guard(env, [&] {
+    cudaStream_t stream = libraryStream(in.device);
+    double* result = nullptr;
+    CK_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&result), sizeof(double), stream));
+    double host = 0;
+    cudaError_t err =
+        scan::launchReduce(in.ptr, in.dtype, in.length, static_cast<scan::ReduceOp>(op), result, stream);
+    if (err == cudaSuccess) err = cudaMemcpyAsync(&host, result, sizeof host, cudaMemcpyDeviceToHost, stream);
+    const cudaError_t freed = cudaFreeAsync(result, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    check(err, "reduce");
+    check(freed, "cudaFreeAsync");
+    return Napi::Number::New(env, host);
+  });
+}
+
+}  // namespace
+
+void registerScan(Napi::Env env, Napi::Object exports) {
+  exports.Set("scanRun", Napi::Function::New(env, scanRun, "scanRun"));
+  exports.Set("scanMethods", Napi::Function::New(env, scanMethods, "scanMethods"));
+  exports.Set("reduceRun", Napi::Function::New(env, reduceRun, "reduceRun"));
+}
+
+}  // namespace ck

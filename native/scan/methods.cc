@@ -1,0 +1,17 @@
+#include "methods.h"
+
+#include "scan/scan.h"
+
+namespace ck {
+namespace scan {
+
+const Method kMethods[] = {
+    {"warp", launchWarp},
+    {"blocks", launchBlocks},
+    {"cub", launchCub},
+    {"fast", launchFast},
+};
+const int kMethodCount = sizeof(kMethods) / sizeof(kMethods[0]);
+
+}  // namespace scan
+}  // namespace ck

@@ -1,0 +1,145 @@
+import * as ck from '../lib';
+import { native } from '../lib/native';
+import { describeGpu } from './helpers/gpu';
+
+const LENGTHS = [0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 65_537, 2 ** 20 + 7];
+const INTEGER = new Set<ck.Dtype>(['int32', 'uint32']);
+const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
+
+function hostInput(dtype: ck.Dtype, n: number, seed: number): ck.HostArray {
+  const f = ck.cpu.randomArray(Float64Array, n, seed);
+  if (dtype === 'float64') return f;
+  if (dtype === 'float32') return new Float32Array(f);
+  // Large magnitudes so that long prefixes wrap around 2^32.
+  const out = dtype === 'int32' ? new Int32Array(n) : new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = Math.floor(f[i] * 2 ** 30);
+  return out;
+}
+
+/** Largest |out_i − ref_i| / Σ_{j≤i} |in_j| (the bound a reordered float sum can promise). */
+function floatScanError(
+  out: ArrayLike<number>,
+  ref: Float64Array,
+  input: ArrayLike<number>,
+  inclusive: boolean,
+): number {
+  let absPrefix = 0;
+  let worst = 0;
+  for (let i = 0; i < ref.length; i++) {
+    if (inclusive) absPrefix += Math.abs(input[i]);
+    worst = Math.max(worst, Math.abs(out[i] - ref[i]) / Math.max(absPrefix, 1e-300));
+    if (!inclusive) absPrefix += Math.abs(input[i]);
+  }
+  return worst;
+}
+
+describe('cpu.scan and cpu.reduce', () => {
+  test('inclusive and exclusive prefix sums', () => {
+    expect(Array.from(ck.cpu.scan(new Int32Array([3, 1, 4, 1, 5])))).toEqual([3, 4, 8, 9, 14]);
+    expect(Array.from(ck.cpu.scan(new Int32Array([3, 1, 4, 1, 5]), false))).toEqual([0, 3, 4, 8, 9]);
+    expect(Array.from(ck.cpu.scan(new Float32Array([0.5, 0.25])))).toEqual([0.5, 0.75]);
+  });
+
+  test('integer sums wrap around modulo 2^32', () => {
+    expect(Array.from(ck.cpu.scan(new Int32Array([2 ** 31 - 1, 1])))).toEqual([2 ** 31 - 1, -(2 ** 31)]);
+    expect(Array.from(ck.cpu.scan(new Uint32Array([2 ** 32 - 1, 2])))).toEqual([2 ** 32 - 1, 1]);
+    expect(ck.cpu.reduce(new Int32Array([2 ** 31 - 1, 1]), 'sum')).toBe(-(2 ** 31));
+  });
+
+  test('reduce of an empty array gives 0, +Infinity and -Infinity', () => {
+    expect(ck.cpu.reduce(new Float32Array(0), 'sum')).toBe(0);
+    expect(ck.cpu.reduce(new Float32Array(0), 'min')).toBe(Infinity);
+    expect(ck.cpu.reduce(new Float32Array(0), 'max')).toBe(-Infinity);
+    expect(ck.cpu.reduce(new Float64Array([2, -7, 5]), 'min')).toBe(-7);
+  });
+});
+
+describe('scan arguments (no GPU needed)', () => {
+  test('arr must be a DeviceArray', () => {
+    expect(() => ck.scan(new Int32Array(3) as never)).toThrow(/arr must be a DeviceArray/);
+    expect(() => ck.reduce([1, 2] as never, 'sum')).toThrow(/arr must be a DeviceArray/);
+  });
+
+  test('the TS registry lists the native methods in the same order', () => {
+    expect(native.scanMethods()).toEqual([...ck.scanMethods]);
+  });
+});
+
+describeGpu('scan', () => {
+  describe.each(ck.scanMethods)('%s', (method) => {
+    describe.each(ck.dtypes)('%s', (dtype) => {
+      test.each(LENGTHS)('length %i, inclusive and exclusive, against cpu.scan', async (n) => {
+        const input = hostInput(dtype, n, freshSeed());
+        using a = ck.upload(input);
+        for (const inclusive of [true, false]) {
+          using out = ck.full(dtype, n, INTEGER.has(dtype) ? 0x5eed : NaN);
+          expect(ck.scan(a, { method, inclusive, out })).toBe(out);
+          const got = await out.toHost();
+          const ref = ck.cpu.scan(input, inclusive);
+          if (INTEGER.has(dtype)) {
+            expect(ck.cpu.firstMismatch(got, ref)).toBe(-1);
+          } else {
+            expect(floatScanError(got, ref as Float64Array, input, inclusive)).toBeLessThan(
+              dtype === 'float32' ? 1e-5 : 1e-13,
+            );
+          }
+        }
+      });
+    });
+  });
+
+  test.each(ck.scanMethods.filter((m) => m !== 'warp'))(
+    '%s: 10^8 + 3 int32, last element equals reduce sum',
+    (method) => {
+      const n = 1e8 + 3;
+      using a = ck.empty('int32', n).fillRandom(freshSeed());
+      using ref = ck.scan(a, { method: 'cub' });
+      using out = ck.full('int32', n, 0x5eed);
+      ck.scan(a, { method, out });
+      expect(ck.deviceRelativeError(out, ref)).toBe(0);
+      // The last prefix is the wrapped sum of everything.
+      const last = out.toHostSync()[n - 1];
+      expect(last).toBe(ck.reduce(a, 'sum'));
+    },
+  );
+
+  test.each(ck.scanMethods)('%s works in place', async (method) => {
+    const input = hostInput('int32', 100_003, freshSeed());
+    using a = ck.upload(input);
+    expect(ck.scan(a, { method, out: a, inclusive: false })).toBe(a);
+    expect(ck.cpu.firstMismatch(await a.toHost(), ck.cpu.scan(input, false))).toBe(-1);
+  });
+
+  describe.each(ck.dtypes)('reduce %s', (dtype) => {
+    test.each([0, 1, 33, 1025, 2 ** 20 + 7])('length %i: sum, min and max against cpu.reduce', (n) => {
+      const input = hostInput(dtype, n, freshSeed());
+      using a = ck.upload(input);
+      for (const op of ['sum', 'min', 'max'] as const) {
+        const got = ck.reduce(a, op);
+        const ref = ck.cpu.reduce(input, op);
+        if (INTEGER.has(dtype) || op !== 'sum') expect(got).toBe(ref);
+        else
+          expect(Math.abs(got - ref)).toBeLessThanOrEqual(
+            1e-9 * Math.max(1, ck.cpu.reduce(input.map(Math.abs) as never, 'sum')),
+          );
+      }
+    });
+  });
+
+  test('bad input gives clear errors', () => {
+    using a = ck.zeros('int32', 8);
+    using f = ck.zeros('float32', 8);
+    using short = ck.zeros('int32', 7);
+    expect(() => ck.scan(a, { out: f as never })).toThrow(/options.out must be a DeviceArray of int32/);
+    expect(() => ck.scan(a, { out: short })).toThrow(/options.out must be 8 elements long/);
+    expect(() => ck.scan(a, { method: 'hillis' as never })).toThrow(
+      /options.method must be one of auto, warp, blocks, cub, fast/,
+    );
+    expect(() => ck.scan(a, { inclusive: 1 as never })).toThrow(/options.inclusive must be a boolean/);
+    expect(() => ck.reduce(a, 'mean' as never)).toThrow(/op must be 'sum', 'min' or 'max'/);
+    const freed = ck.zeros('int32', 8);
+    freed.free();
+    expect(() => ck.scan(freed)).toThrow(/arr has been freed/);
+    expect(() => ck.reduce(freed, 'sum')).toThrow(/arr has been freed/);
+  });
+});
