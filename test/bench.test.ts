@@ -95,6 +95,7 @@ describeGpu('benchmark harness on the GPU', () => {
   test.each([
     ['ata', [300], ['tiled', 'fast'], ['300x300']],
     ['gemm', [256], ['shared', 'fast'], ['256x256x256']],
+    ['scan', [4099], ['blocks', 'fast'], ['4099']],
   ])('the %s family times its variants together and checks each', (family, sizes, methods, labels) => {
     const ctx = { device: 0, reps: 3, warmup: 1, quick: true, sizes, methods, progress: () => {} };
     const rows = families[family].run(ctx);

@@ -76,7 +76,11 @@ export interface VariantSpec {
  * `ref` on the device and returns one row per variant with the median, the spread and the error.
  */
 export function benchVariants(ctx: BenchContext, spec: VariantSpec): BenchRow[] {
-  const outs = spec.labels.map(() => spec.makeOut().fill(NaN));
+  // NaN for floats; for integers a sentinel no correct result is likely to equal everywhere.
+  const outs = spec.labels.map(() => {
+    const out = spec.makeOut();
+    return out.fill(out.dtype.startsWith('float') ? NaN : 0x5eedbeef);
+  });
   try {
     const samples = timeInterleaved(
       spec.labels.map((_, i) => () => spec.run(i, outs[i])),

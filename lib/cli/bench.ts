@@ -30,7 +30,8 @@ function currentCommit(): string {
 
 /** `cuda-kernels bench [family...]`: runs the families, prints a table, merges the result file. */
 export function bench(names: string[], opts: BenchOptions, out: (line: string) => void = console.log): BenchRow[] {
-  const wanted = names.length === 0 || names.includes('all') ? Object.keys(families) : names;
+  // A copy: `copy` is prepended below, and `names` must keep saying what the caller asked for.
+  const wanted = names.length === 0 || names.includes('all') ? Object.keys(families) : [...names];
   for (const n of wanted) {
     if (!families[n])
       throw new RangeError(`unknown benchmark family ${JSON.stringify(n)}; known: ${Object.keys(families).join(', ')}`);
