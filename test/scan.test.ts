@@ -88,20 +88,27 @@ describeGpu('scan', () => {
     });
   });
 
-  test.each(ck.scanMethods.filter((m) => m !== 'warp'))(
-    '%s: 10^8 + 3 int32, last element equals reduce sum',
-    (method) => {
-      const n = 1e8 + 3;
-      using a = ck.empty('int32', n).fillRandom(freshSeed());
+  describe.each(ck.scanMethods)('%s at 10^8 + 3 elements', (method) => {
+    const n = 1e8 + 3;
+    test.each(['int32', 'uint32'] as const)('%s: equals cub exactly, and the last element is reduce sum', (dtype) => {
+      using a = ck.empty(dtype, n).fillRandom(freshSeed());
       using ref = ck.scan(a, { method: 'cub' });
-      using out = ck.full('int32', n, 0x5eed);
+      using out = ck.full(dtype, n, 0x5eed);
       ck.scan(a, { method, out });
       expect(ck.deviceRelativeError(out, ref)).toBe(0);
       // The last prefix is the wrapped sum of everything.
-      const last = out.toHostSync()[n - 1];
-      expect(last).toBe(ck.reduce(a, 'sum'));
-    },
-  );
+      expect(out.toHostSync()[n - 1]).toBe(ck.reduce(a, 'sum'));
+    });
+
+    test.each(['float32', 'float64'] as const)('%s: within the reordering bound of a float64 prefix', (dtype) => {
+      const input = hostInput(dtype, n, freshSeed());
+      using a = ck.upload(input);
+      using out = ck.full(dtype, n, NaN);
+      ck.scan(a, { method, out });
+      const bound = dtype === 'float32' ? 1e-5 : 1e-13;
+      expect(floatScanError(out.toHostSync(), ck.cpu.scan(input) as Float64Array, input, true)).toBeLessThan(bound);
+    });
+  });
 
   test.each(ck.scanMethods)('%s works in place', async (method) => {
     const input = hostInput('int32', 100_003, freshSeed());
