@@ -66,6 +66,7 @@ cudaError_t launchDiffNorms(const void* a, const void* b, Dtype dtype, size_t le
     case Dtype::Int32: return launchAs<int32_t>(a, b, length, sums, stream);
     case Dtype::Uint32: return launchAs<uint32_t>(a, b, length, sums, stream);
   }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace ck
