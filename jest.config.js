@@ -9,5 +9,5 @@ module.exports = {
   testTimeout: 120000,
   // Suites share one GPU: run them one after another so timings and memory checks do not interfere.
   maxWorkers: 1,
-  reporters: ['default', '<rootDir>/test/helpers/skip-reporter.js'],
+  reporters: ['default', '<rootDir>/test/helpers/skip-reporter.js', '<rootDir>/test/helpers/progress-reporter.js'],
 };

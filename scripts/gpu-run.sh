@@ -43,7 +43,7 @@ for step in $steps; do
       note "info+demo: exit $? (info.log)"
       ;;
     test)
-      "${jest[@]}" --json --outputFile="$out/jest.json" > "$out/test.log" 2>&1
+      CK_PROGRESS_FILE="$out/test-progress.log" "${jest[@]}" --json --outputFile="$out/jest.json" > "$out/test.log" 2>&1
       rc=$?
       note "jest: exit $rc; $(node -e 'const r=require(process.argv[1]);console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`)' "$out/jest.json" 2>/dev/null)"
       ;;
@@ -51,7 +51,7 @@ for step in $steps; do
       for tool in ${CK_SANITIZE:-memcheck}; do
         # API errors are part of the tests (out-of-memory on purpose) and each is checked by the addon;
         # kernel memory errors, races and uninitialised reads are what the sanitizer is here for.
-        compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 --target-processes all \
+        CK_PROGRESS_FILE="$out/sanitize-$tool-progress.log" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 --target-processes all \
           "${jest[@]}" > "$out/sanitize-$tool.log" 2>&1
         rc=$?
         note "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitize-$tool.log" | tail -1)"
