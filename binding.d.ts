@@ -112,4 +112,19 @@ export interface NativeBinding {
   scanMethods(): string[];
   /** op: 0 sum, 1 min, 2 max. */
   reduceRun(a: BufferHandle, op: number): number;
+
+  /** Copies `grid` into `a`, sweeps a → b → a …; says which buffer holds the result. Waits for the GPU. */
+  stencilRun(
+    grid: BufferHandle,
+    a: BufferHandle,
+    b: BufferHandle,
+    rows: number,
+    cols: number,
+    weights: Float64Array,
+    tolerance: number,
+    maxIterations: number,
+    checkEvery: number,
+    method: number,
+  ): { iterations: number; residual: number; finalBuffer: 0 | 1 };
+  stencilMethods(): string[];
 }

@@ -36,4 +36,6 @@ export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from 
 export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';
 export { scan, reduce, scanMethods, type ScanMethod, type ScanOptions } from './ops/scan';
 export type { ReduceOp } from './cpu/scan';
+export { stencil, stencilMethods, type StencilMethod, type StencilOptions } from './ops/stencil';
+export { stencilPresets, type StencilResult, type StencilWeights } from './cpu/stencil';
 export * as cpu from './cpu/index';

@@ -66,7 +66,8 @@ export interface VariantSpec {
   ref: DeviceArray;
   refName: string;
   tolerance: number;
-  rate(ms: number): number;
+  /** Rate from the median time of variant `index`. */
+  rate(ms: number, index: number): number;
   unit: string;
   reps: number;
 }
@@ -95,7 +96,7 @@ export function benchVariants(ctx: BenchContext, spec: VariantSpec): BenchRow[] 
         method,
         size: spec.size,
         ms,
-        rate: spec.rate(ms),
+        rate: spec.rate(ms, i),
         unit: spec.unit,
         reps: samples[i].length,
         check: err < spec.tolerance ? 'ok' : 'fail',

@@ -3,6 +3,7 @@ import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
 import { scanFamily } from './scan';
+import { stencilFamily } from './stencil';
 import type { BenchFamily } from './harness';
 
 export const families: Record<string, BenchFamily> = {
@@ -10,6 +11,7 @@ export const families: Record<string, BenchFamily> = {
   ata: ataFamily,
   gemm: gemmFamily,
   scan: scanFamily,
+  stencil: stencilFamily,
 };
 
 export * from './harness';

@@ -2,6 +2,7 @@
 export { atA } from './ata';
 export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
+export { stencil } from './stencil';
 
 type Numeric = ArrayLike<number>;
 
