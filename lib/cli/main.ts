@@ -49,6 +49,16 @@ program
   });
 
 program
+  .command('report')
+  .description('write <results>/README.md and the charts from the result files alone (no GPU needed)')
+  .option('--results <dir>', 'folder of the result files', path.join('bench', 'results'))
+  .option('--reports <file>', "the reports' tables, transcribed", path.join('bench', 'reports.json'))
+  .option('--no-charts', 'skip the SVG and PNG charts')
+  .action(async (opts: { results: string; reports: string; charts: boolean }) => {
+    (await import('./report')).report(opts);
+  });
+
+program
   .command('build')
   .description('build the native addon from source (needs the CUDA toolkit: nvcc)')
   .action(() => {
