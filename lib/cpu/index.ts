@@ -3,7 +3,8 @@ export { atA } from './ata';
 export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
 
-type Numeric = ArrayLike<number>;
+/** Any array-like of numbers: a typed array or a plain array. */
+export type Numeric = ArrayLike<number>;
 
 /**
  * ‖out − ref‖₂ / ‖ref‖₂ computed in float64 (‖out − ref‖₂ when ref is all zeros). NaN anywhere in
