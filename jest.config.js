@@ -4,6 +4,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  // The examples import the package by name, as users do.
+  moduleNameMapper: { '^cuda-kernels$': '<rootDir>/lib/index.ts' },
   verbose: true,
   // GPU suites copy hundreds of MB; the CPU-only run finishes in seconds either way.
   testTimeout: 120000,

@@ -5,6 +5,8 @@
  * @packageDocumentation
  */
 export { CudaError } from './errors';
+// The shapes of deviceProperties() and cublasInfo(), as the addon returns them (binding.d.ts).
+export type { NativeDeviceProperties, NativeCublasInfo } from '../binding';
 export {
   deviceCount,
   deviceProperties,

@@ -23,10 +23,13 @@ if [ ! -f "$bundle/node.xz" ] || [ "$node_bin" -nt "$bundle/node.xz" ]; then
   xz -T0 -6 -c "$node_bin" > "$bundle/node.xz"
 fi
 
-# Lint and formatting tools never run on the GPU host; leaving them out halves the payload.
+# Lint, formatting and API-doc tools never run on the GPU host; leaving them out halves the payload.
+# The chart packages (vega, vega-lite, @resvg) stay: `bench` draws its charts there.
 tar -cJf "$bundle/payload.tar.xz" \
   --exclude='node_modules/eslint*' --exclude='node_modules/@eslint*' --exclude='node_modules/@typescript-eslint' \
   --exclude='node_modules/typescript-eslint' --exclude='node_modules/prettier' --exclude='node_modules/clang-format' \
+  --exclude='node_modules/typedoc' --exclude='node_modules/@shikijs' --exclude='node_modules/@gerrit0' \
+  --exclude='node_modules/lunr' --exclude='node_modules/markdown-it' \
   --exclude='node_modules/.cache' \
   node_modules build/Release/cuda_kernels.node dist
 git rev-parse --short=12 HEAD > "$bundle/commit" 2>/dev/null || echo unknown > "$bundle/commit"

@@ -60,8 +60,10 @@ for step in $steps; do
     bench)
       mkdir -p "$out/results"
       cp bench/results/*.json "$out/results/" 2>/dev/null
+      # Charts are left out here: `npm run bench:report` redraws them (and the results README) from
+      # the JSON that comes back, and the device tool returns few files.
       # shellcheck disable=SC2086
-      node dist/cli/main.js bench ${CK_BENCH_ARGS:-all} --out "$out/results" > "$out/bench.log" 2>&1
+      node dist/cli/main.js bench ${CK_BENCH_ARGS:-all} --no-charts --out "$out/results" > "$out/bench.log" 2>&1
       note "bench: exit $? (bench.log, results/)"
       # Only the file this GPU's run merged into comes back (the device tool returns 8 files at most).
       for f in "$out"/results/*.json; do

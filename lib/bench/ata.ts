@@ -20,23 +20,28 @@ function gflops(rows: number, cols: number, ms: number): number {
   return (2 * rows * cols * cols) / (ms * 1e-3) / 1e9;
 }
 
+/** The shapes (rows, cols) a run covers: `--sizes` are squares. */
+function shapes(ctx: BenchContext): [number, number][] {
+  if (ctx.sizes) return ctx.sizes.map((n) => [n, n]);
+  if (ctx.quick)
+    return [
+      [2000, 2000],
+      [100_000, 64],
+    ];
+  return [...SQUARES.map((n): [number, number] => [n, n]), ...TALL];
+}
+
 export const ataFamily: BenchFamily = {
   op: 'ata',
   description: 'C = AᵀA in float64 (GEMM-equivalent GFLOP/s = 2·rows·cols²/time)',
+  reference: 'cublas-syrk',
+  plan: (ctx) => shapes(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
-    const shapes: [number, number][] = ctx.sizes
-      ? ctx.sizes.map((n) => [n, n])
-      : ctx.quick
-        ? [
-            [2000, 2000],
-            [100_000, 64],
-          ]
-        : [...SQUARES.map((n): [number, number] => [n, n]), ...TALL];
     const haveCublas = cublasInfo().available;
     const methods = (ctx.methods ?? [...ataMethods]).filter((m) => haveCublas || !m.startsWith('cublas'));
     const reference = haveCublas ? 'cublas' : 'tiled';
     const rows: BenchRow[] = [];
-    for (const [r, c] of shapes) {
+    for (const [r, c] of shapes(ctx)) {
       using a = randomDevice(r, c, ctx.device, r * 31 + c);
       using ref = atA(a, r, c, { method: reference });
       const big = r * c * c > 1e12;

@@ -33,13 +33,18 @@ export function benchCopy(ctx: BenchContext, bytes: number): BenchRow {
   };
 }
 
+/** Bytes per step; `--sizes` are MiB. */
+function copySizes(ctx: BenchContext): number[] {
+  return ctx.sizes?.map((s) => s * MiB) ?? (ctx.quick ? [64 * MiB] : [16 * MiB, 256 * MiB, 1024 * MiB]);
+}
+
 export const copyFamily: BenchFamily = {
   op: 'copy',
   description: 'device-to-device copy bandwidth (the memory-bound reference)',
+  bandwidth: true,
+  plan: (ctx) => copySizes(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
-    // --sizes are MiB.
-    const sizes = ctx.sizes?.map((s) => s * MiB) ?? (ctx.quick ? [64 * MiB] : [16 * MiB, 256 * MiB, 1024 * MiB]);
-    return sizes.map((bytes) => {
+    return copySizes(ctx).map((bytes) => {
       ctx.progress(`copy ${label(bytes)}`);
       return benchCopy(ctx, bytes);
     });

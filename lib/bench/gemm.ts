@@ -12,7 +12,7 @@ interface Item {
   options: GemmOptions;
 }
 
-function plan(ctx: BenchContext): Item[] {
+function plannedItems(ctx: BenchContext): Item[] {
   const haveCublas = cublasInfo().available;
   const all = (n: number): Item[] => [
     { n, label: 'naive', options: { method: 'naive' } },
@@ -33,10 +33,13 @@ function plan(ctx: BenchContext): Item[] {
 export const gemmFamily: BenchFamily = {
   op: 'gemm',
   description: 'C = A·B in float32 (GFLOP/s = 2·m·k·n/time)',
+  reference: 'cublas',
+  // One step per size: its methods are timed together.
+  plan: (ctx) => new Set(plannedItems(ctx).map((it) => it.n)).size,
   run(ctx: BenchContext): BenchRow[] {
     const rows: BenchRow[] = [];
     const haveCublas = cublasInfo().available;
-    const items = plan(ctx);
+    const items = plannedItems(ctx);
     for (const n of [...new Set(items.map((it) => it.n))]) {
       using a = empty('float32', n * n, { device: ctx.device }).fillRandom(n * 7 + 1);
       using b = empty('float32', n * n, { device: ctx.device }).fillRandom(n * 7 + 2);

@@ -119,13 +119,34 @@ export interface BenchContext {
   sizes?: number[];
   /** Methods asked for on the command line, if any. */
   methods?: string[];
-  /** Reports progress (one line per measured item). */
+  /**
+   * Reports progress: call it once at the start of each step (one size, or one batch of variants
+   * timed together), naming the step. The CLI's progress bar counts these calls against
+   * {@link BenchFamily.plan}.
+   */
   progress(item: string): void;
 }
 
-/** A family's benchmark plug-in. */
+/** A family's benchmark plug-in. Only `op`, `description` and `run` are required. */
 export interface BenchFamily {
   op: string;
   description: string;
+  /**
+   * The method the ratio columns compare against (`cublas-syrk` for ata, `cublas` for gemm, `cub`
+   * for scan). Where a family's method names carry a dtype suffix (`fast-int32`), the reference is
+   * taken with the same suffix (`cub-int32`).
+   */
+  reference?: string;
+  /**
+   * The rate is a memory bandwidth in GB/s, so tables and the report add its ratio to the run's
+   * device-to-device `copy` rate.
+   */
+  bandwidth?: boolean;
+  /**
+   * The number of times `run(ctx)` will call `ctx.progress()`, computed without touching the GPU.
+   * The CLI sizes its progress bar (and its ETA) with it; a family without `plan` still works, its
+   * steps are then counted as they come.
+   */
+  plan?(ctx: BenchContext): number;
   run(ctx: BenchContext): BenchRow[];
 }

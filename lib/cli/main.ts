@@ -43,8 +43,19 @@ program
   .option('--quick', 'small sizes only', false)
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--out <dir>', 'folder of the result files', path.join('bench', 'results'))
+  .option('--no-charts', 'skip the SVG and PNG charts')
   .action(async (families: string[], opts) => {
-    (await import('./bench')).bench(families, opts);
+    await (await import('./bench')).bench(families, opts);
+  });
+
+program
+  .command('report')
+  .description('write <results>/README.md and the charts from the result files alone (no GPU needed)')
+  .option('--results <dir>', 'folder of the result files', path.join('bench', 'results'))
+  .option('--reports <file>', "the reports' tables, transcribed", path.join('bench', 'reports.json'))
+  .option('--no-charts', 'skip the SVG and PNG charts')
+  .action(async (opts: { results: string; reports: string; charts: boolean }) => {
+    (await import('./report')).report(opts);
   });
 
 program
@@ -56,7 +67,9 @@ program
     process.exitCode = build();
   });
 
+// Every failure is one line on stderr and a non-zero exit, never a stack trace.
 program.parseAsync(process.argv).catch((e: unknown) => {
-  console.error(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+  const message = e instanceof Error ? (e.name === 'Error' ? e.message : `${e.name}: ${e.message}`) : String(e);
+  console.error(`cuda-kernels: ${message.replace(/\s*\n\s*/g, ' ')}`);
   process.exitCode = 1;
 });

@@ -4,7 +4,8 @@ export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
 export { stencil } from './stencil';
 
-type Numeric = ArrayLike<number>;
+/** Any array-like of numbers: a typed array or a plain array. */
+export type Numeric = ArrayLike<number>;
 
 /**
  * ‖out − ref‖₂ / ‖ref‖₂ computed in float64 (‖out − ref‖₂ when ref is all zeros). NaN anywhere in

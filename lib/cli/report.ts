@@ -1,0 +1,39 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { writeReport, type ReportsFile } from '../bench/report';
+import type { FamilyMeta } from '../bench/summary';
+
+/** The registry's families as metadata; loading them loads the addon, which needs no GPU. */
+function familyMeta(): Record<string, FamilyMeta> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { families } = require('../bench/index') as typeof import('../bench/index');
+  return Object.fromEntries(
+    Object.entries(families).map(([k, f]) => [
+      k,
+      { op: f.op, description: f.description, reference: f.reference, bandwidth: f.bandwidth },
+    ]),
+  );
+}
+
+/** `cuda-kernels report`: bench/results/README.md and the charts, from the committed JSON. */
+export async function report(
+  opts: { results: string; reports: string; charts?: boolean },
+  out: (line: string) => void = console.log,
+): Promise<string[]> {
+  const resultsDir = path.resolve(opts.results);
+  const reportsFile = path.resolve(opts.reports);
+  const reports = fs.existsSync(reportsFile)
+    ? (JSON.parse(fs.readFileSync(reportsFile, 'utf8')) as ReportsFile)
+    : undefined;
+  if (!reports) out(`no ${opts.reports}: the comparisons with the reports are left out`);
+  const written = await writeReport({
+    resultsDir,
+    reports,
+    reportsLink: reports ? path.relative(resultsDir, reportsFile).split(path.sep).join('/') : undefined,
+    families: familyMeta(),
+    charts: opts.charts,
+  });
+  for (const f of written) out(`wrote ${path.relative(process.cwd(), f)}`);
+  return written;
+}

@@ -1,0 +1,322 @@
+// The bench command's parts that need no GPU: ratios, size labels, progress lines, tables, charts,
+// the generated report, and the one-line failure without a GPU.
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { families, type BenchRow } from '../lib/bench';
+import { axisValue, chartFont, chartSpec, writeChart } from '../lib/bench/chart';
+import { comparisonMarkdown, familyMarkdown, writeReport, type ReportsFile } from '../lib/bench/report';
+import { copyReference, fmt, rateRows, referenceFor, sizeValue, sortSizes, splitMethod } from '../lib/bench/summary';
+import { bench, familyTable } from '../lib/cli/bench';
+import { createProgress, eta } from '../lib/cli/progress';
+import { describeGpu, describeNoGpu } from './helpers/gpu';
+
+const row = (op: string, method: string, size: string, ms: number, rate: number, unit = 'GFLOP/s'): BenchRow => ({
+  op,
+  method,
+  size,
+  ms,
+  rate,
+  unit,
+  reps: 5,
+  check: 'ok',
+});
+
+const rows: BenchRow[] = [
+  row('copy', 'device', '16MiB', 0.03, 1200, 'GB/s'),
+  row('copy', 'device', '1GiB', 0.72, 3000, 'GB/s'),
+  row('ata', 'cublas-syrk', '2000x2000', 0.2, 80000),
+  row('ata', 'fast', '2000x2000', 0.25, 64000),
+  row('ata', 'fast', '4000x4000', 1.4, 90000),
+  row('ata', 'cublas-syrk', '4000x4000', 1.3, 100000),
+  row('ata', 'fast', '1000000x64', 0.6, 12000),
+  row('scan', 'cub-int32', '1048576', 0.06, 1500, 'GB/s'),
+  row('scan', 'fast-int32', '1048576', 0.05, 1800, 'GB/s'),
+  row('scan', 'fast-float64', '1048576', 0.08, 2100, 'GB/s'),
+];
+
+describe('result summaries', () => {
+  test('method names split off their dtype suffix, and the reference follows it', () => {
+    expect(splitMethod('fast-int32')).toEqual({ base: 'fast', dtype: 'int32' });
+    expect(splitMethod('cublas-syrk')).toEqual({ base: 'cublas-syrk' });
+    expect(referenceFor({ op: 'scan', reference: 'cub' }, 'fast-uint32')).toBe('cub-uint32');
+    expect(referenceFor({ op: 'ata', reference: 'cublas-syrk' }, 'fast')).toBe('cublas-syrk');
+    expect(referenceFor({ op: 'x' }, 'fast')).toBeUndefined();
+  });
+
+  test('size labels become numbers: product of dims, bytes, or NaN', () => {
+    expect(sizeValue('8000x8000')).toBe(64e6);
+    expect(sizeValue('4096x4096x4096')).toBe(4096 ** 3);
+    expect(sizeValue('268435456')).toBe(268435456);
+    expect(sizeValue('16MiB')).toBe(16 * 2 ** 20);
+    expect(sizeValue('784-1024-10')).toBeNaN();
+    expect(axisValue('8000x8000')).toBe(8000);
+    expect(axisValue('1000000x64')).toBe(64e6);
+    expect(sortSizes(['4000x4000', '1000000x64', 'layers', '2000x2000', '4000x4000'])).toEqual([
+      '2000x2000',
+      '4000x4000',
+      '1000000x64',
+      'layers',
+    ]);
+  });
+
+  test('ratios to the reference at the same size and to the largest copy', () => {
+    expect(copyReference(rows)?.size).toBe('1GiB');
+    const ata = rateRows(
+      families.ata,
+      rows.filter((r) => r.op === 'ata'),
+      rows,
+    );
+    const fast2000 = ata.find((r) => r.method === 'fast' && r.size === '2000x2000');
+    expect(fast2000?.vsReference).toBeCloseTo(0.8);
+    expect(fast2000?.vsCopy).toBeUndefined();
+    expect(ata.find((r) => r.size === '1000000x64')?.vsReference).toBeUndefined();
+    const scan = rateRows(
+      families.scan,
+      rows.filter((r) => r.op === 'scan'),
+      rows,
+    );
+    expect(scan.find((r) => r.method === 'fast-int32')?.vsReference).toBeCloseTo(1.2);
+    expect(scan.find((r) => r.method === 'fast-int32')?.vsCopy).toBeCloseTo(0.6);
+    expect(scan.find((r) => r.method === 'fast-float64')?.vsReference).toBeUndefined();
+  });
+
+  test('numbers keep about three significant digits', () => {
+    expect([fmt(0.02861), fmt(4.412), fmt(562.61), fmt(4882.3), fmt(undefined)]).toEqual([
+      '0.0286',
+      '4.41',
+      '562.6',
+      '4882',
+      '—',
+    ]);
+  });
+
+  test('the families that have a reference and a plan declare them', () => {
+    expect(families.ata.reference).toBe('cublas-syrk');
+    expect(families.gemm.reference).toBe('cublas');
+    expect(families.scan).toMatchObject({ reference: 'cub', bandwidth: true });
+    expect(families.copy.bandwidth).toBe(true);
+    const ctx = { device: 0, reps: 1, warmup: 0, quick: true, progress: () => {} };
+    // Plans need no GPU: --quick is 2 AᵀA shapes, 2 SGEMM sizes, 4 dtypes × 2 scan lengths, 1 copy.
+    expect([families.ata, families.gemm, families.scan, families.copy].map((f) => f.plan?.(ctx))).toEqual([2, 2, 8, 1]);
+    expect(families.scan.plan?.({ ...ctx, quick: false })).toBe(13);
+    expect(families.gemm.plan?.({ ...ctx, sizes: [64, 128, 64] })).toBe(2);
+  });
+
+  test('the bench table has the ratio columns and marks the reference', () => {
+    const text = familyTable(
+      families.scan,
+      rows.filter((r) => r.op === 'scan'),
+      rows,
+    );
+    expect(text).toMatch(/vs cub/);
+    expect(text).toMatch(/vs copy/);
+    expect(text).toMatch(/1\.20×/);
+    expect(text).toMatch(/ref/);
+    // A family without the optional fields still gets a table.
+    expect(familyTable(undefined, [row('peer', 'p2p', '1GiB', 1, 40, 'GB/s')], [])).toMatch(/p2p/);
+  });
+});
+
+describe('progress', () => {
+  test('eta assumes the remaining steps take as long as the done ones', () => {
+    expect(eta(2, 10, 20)).toBe(80);
+    expect(eta(0, 10, 5)).toBeNaN();
+  });
+
+  test('without a terminal it prints one plain line per step with the ETA', () => {
+    const lines: string[] = [];
+    const stream = { isTTY: false, write: (s: string) => lines.push(s) } as unknown as NodeJS.WriteStream;
+    let t = 0;
+    const p = createProgress(4, stream, () => t);
+    p.step('copy 64MiB');
+    t = 10_000;
+    p.step('ata 2000x2000');
+    p.grow(1);
+    t = 20_000;
+    p.step('gemm 512');
+    p.stop();
+    expect(lines[0]).toBe('[1/4 0%] copy 64MiB (0 s elapsed)\n');
+    expect(lines[1]).toBe('[2/4 25%] ata 2000x2000 (10 s elapsed, ETA 30 s)\n');
+    expect(lines[2]).toBe('[3/5 40%] gemm 512 (20 s elapsed, ETA 30 s)\n');
+    expect(lines[3]).toMatch(/^5 steps in 20 s/);
+  });
+});
+
+describe('charts', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-chart-'));
+
+  test('the spec charts rate against size, squares only, log where it spans decades', () => {
+    const spec = chartSpec(
+      rows.filter((r) => r.op === 'ata'),
+      { title: 'ata' },
+    ) as { layer: { encoding: Record<string, { scale?: { type: string } }> }[]; title: { subtitle: string[] } };
+    expect(spec.title.subtitle).toEqual(['not charted (not square): 1000000x64']);
+    expect(spec.layer[0].encoding.x.scale?.type).toBe('linear');
+    expect(chartSpec([row('mlp', 'cublas', '784-1024-10', 1, 1)], { title: 'mlp' })).toBeUndefined();
+    const scan = chartSpec(
+      rows.filter((r) => r.op === 'scan'),
+      { title: 'scan', copyRate: 3000 },
+    ) as { facet: { field: string }; spec: { layer: unknown[] } };
+    expect(scan.facet.field).toBe('dtype');
+    expect(scan.spec.layer).toHaveLength(3);
+  });
+
+  test('writes an SVG with the labels, and a PNG where a font exists', async () => {
+    const files = await writeChart(
+      dir,
+      'ata',
+      rows.filter((r) => r.op === 'ata'),
+      { title: 'ata on Test GPU' },
+    );
+    const svg = fs.readFileSync(files.svg!, 'utf8');
+    expect(svg).toMatch(/^<svg/);
+    expect(svg).toContain('4000x4000');
+    expect(svg).toContain('cublas-syrk');
+    if (chartFont()) {
+      const png = fs.readFileSync(files.png!);
+      expect(png.subarray(1, 4).toString()).toBe('PNG');
+      expect(png.readUInt32BE(16)).toBeGreaterThan(1000); // width: drawn at twice the SVG's size
+    } else {
+      expect(files.note).toMatch(/no font/);
+    }
+  });
+});
+
+describe('report', () => {
+  const reports: ReportsFile = {
+    reports: [
+      {
+        op: 'ata',
+        source: 'ata.txt',
+        gpu: 'Old GPU',
+        tables: [
+          {
+            title: 'AᵀA',
+            unit: 's',
+            rowHeader: 'A',
+            columns: ['tiled'],
+            rows: [
+              { label: '2000²', size: '2000x2000', report: [0.5], ours: ['fast'] },
+              { label: '9000²', size: '9000x9000', report: [9], ours: ['fast'] },
+            ],
+            also: ['cublas-syrk'],
+            compare: true,
+          },
+        ],
+      },
+      { op: 'apsp', source: 'apsp.txt', gpu: 'Older GPU', tables: [] },
+    ],
+  };
+
+  test('a report table gets our numbers beside it, converted to ms', () => {
+    const md = comparisonMarkdown(
+      reports.reports[0].tables[0],
+      'Old GPU',
+      rows.filter((r) => r.op === 'ata'),
+      'Test',
+    );
+    expect(md).toContain("The report's GPU: Old GPU");
+    expect(md).toContain('| 2000² | 0.5 | 0.250 (fast) | 2000.00× | 0.200 |');
+    expect(md).toContain('| 9000² | 9 | not measured yet (fast) | — | — |');
+  });
+
+  test('a family table has a row per size and dtype and a column per method', () => {
+    const md = familyMarkdown(
+      families.scan,
+      rows.filter((r) => r.op === 'scan'),
+      rows,
+    );
+    expect(md.split('\n')[0]).toBe('| dtype | size | cub | fast |');
+    expect(md).toContain('| int32 | 1048576 | 0.0600 ms<br>1500 GB/s<br>reference<br>0.50× copy |');
+  });
+
+  test('writes README.md and charts from the JSON alone; families without rows say so', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-report-'));
+    const file = { device: { name: 'Test GPU 1', smCount: 2 }, createdAt: 'then', commit: 'abc', rows };
+    fs.writeFileSync(path.join(dir, 'test-gpu-1.json'), JSON.stringify(file));
+    const written = await writeReport({ resultsDir: dir, reports, families, charts: true });
+    const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+    expect(written).toContain(path.join(dir, 'test-gpu-1', 'ata.svg'));
+    expect(readme).toContain('## Test GPU 1');
+    expect(readme).toContain('![ata on Test GPU 1](test-gpu-1/ata.svg)');
+    expect(readme).toMatch(/### gemm[^\n]*\n\nNot measured yet on the Test GPU 1\./);
+    expect(readme).toMatch(/### apsp\n\nNot measured yet/);
+    expect(readme).toContain('Source: apsp.txt.');
+    expect(readme).toContain("The report's GPU: Old GPU");
+  });
+
+  test('the committed reports file names a GPU and a source for every table', () => {
+    const committed = JSON.parse(
+      fs.readFileSync(path.join(__dirname, '..', 'bench', 'reports.json'), 'utf8'),
+    ) as ReportsFile;
+    expect(committed.reports.map((r) => r.op).sort()).toEqual(['apsp', 'ata', 'gemm', 'mlp', 'stencil']);
+    for (const r of committed.reports) {
+      expect(r.gpu).toBeTruthy();
+      expect(r.source).toBeTruthy();
+      for (const t of r.tables) for (const x of t.rows) expect(x.report).toHaveLength(t.columns.length);
+    }
+  });
+});
+
+describeNoGpu('bench without a GPU', () => {
+  const root = path.join(__dirname, '..');
+  const main = path.join(root, 'dist', 'cli', 'main.js');
+
+  beforeAll(() => {
+    // The command as users run it: the compiled CLI (CI builds it before the tests).
+    if (!fs.existsSync(main)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root });
+  }, 120000);
+
+  test('says so on one line and exits non-zero, without a stack trace', () => {
+    const r = spawnSync(process.execPath, [main, 'bench', 'ata', '--quick'], { cwd: root, encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^cuda-kernels: cannot benchmark without a GPU: /);
+    expect(r.stderr).not.toMatch(/\bat .*\.js:\d+/);
+  });
+
+  test('an unknown family is one line too', () => {
+    const r = spawnSync(process.execPath, [main, 'bench', 'nosuch'], { cwd: root, encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toBe(
+      'cuda-kernels: RangeError: unknown benchmark family "nosuch"; known: copy, ata, gemm, scan',
+    );
+  });
+});
+
+describeGpu('bench on the GPU', () => {
+  test.each(Object.keys(families))('the %s family calls progress() as often as its plan says', (name) => {
+    const family = families[name];
+    const items: string[] = [];
+    const ctx = {
+      device: 0,
+      reps: 2,
+      warmup: 1,
+      quick: true,
+      // Small sizes for the families whose size meaning is known here; the others' --quick plan.
+      sizes: ({ copy: [4], scan: [4099], ata: [256], gemm: [256] } as Record<string, number[]>)[name],
+      progress: (item: string) => items.push(item),
+    };
+    const planned = family.plan?.(ctx);
+    family.run(ctx);
+    if (planned !== undefined) expect(items).toHaveLength(planned);
+  });
+
+  test('writes the merged JSON, an SVG and a PNG per family, and prints the tables', async () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-bench-'));
+    const lines: string[] = [];
+    const result = await bench(['gemm'], { sizes: [128, 256], reps: 2, warmup: 1, quick: true, out, device: 0 }, (l) =>
+      lines.push(l),
+    );
+    expect(result.filter((r) => r.op === 'gemm').length).toBeGreaterThanOrEqual(8);
+    const [json] = fs.readdirSync(out).filter((f) => f.endsWith('.json'));
+    const slug = json.replace(/\.json$/, '');
+    for (const f of ['gemm.svg', 'copy.svg']) expect(fs.existsSync(path.join(out, slug, f))).toBe(true);
+    if (chartFont()) expect(fs.existsSync(path.join(out, slug, 'gemm.png'))).toBe(true);
+    expect(lines.join('\n')).toMatch(/vs cublas/);
+  });
+});
