@@ -11,15 +11,22 @@ import type { BenchRow } from './results';
 const SIDES = [8, 16, 32, 256, 1024, 2048, 4096, 5120, 8192, 16384];
 const SWEEPS = 100;
 
+const DTYPES = ['float32', 'float64'] as const;
+const sidesFor = (ctx: BenchContext) => ctx.sizes ?? (ctx.quick ? [256, 1024] : SIDES);
+
 export const stencilFamily: BenchFamily = {
   op: 'stencil',
   description: `periodic 3×3 stencil, ${SWEEPS} sweeps (effective GB/s = 2·rows·cols·bytes·sweeps/time)`,
+  reference: 'basic',
+  bandwidth: true,
+  plan: (ctx) => DTYPES.length * sidesFor(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
-    const sides = ctx.sizes ?? (ctx.quick ? [256, 1024] : SIDES);
+    const sides = sidesFor(ctx);
     const methods = (ctx.methods ?? [...stencilMethods]) as StencilMethod[];
     const rows: BenchRow[] = [];
-    for (const dtype of ['float32', 'float64'] as const) {
+    for (const dtype of DTYPES) {
       for (const n of sides) {
+        ctx.progress(`stencil ${dtype} ${methods.join(', ')} ${n}x${n}`);
         const cells = n * n;
         using g = empty(dtype, cells, { device: ctx.device }).fillRandom(n * 7 + dtype.length);
         using scratch = empty(dtype, cells, { device: ctx.device });
@@ -32,7 +39,6 @@ export const stencilFamily: BenchFamily = {
           r.grid.free();
           return r.iterations;
         });
-        ctx.progress(`stencil ${dtype} ${methods.join(', ')} ${n}x${n}`);
         try {
           const batch = benchVariants(ctx, {
             op: 'stencil',
