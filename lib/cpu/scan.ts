@@ -43,8 +43,14 @@ export type ReduceOp = 'sum' | 'min' | 'max';
 export function reduce(a: HostArray, op: ReduceOp): number {
   const n = a.length;
   if (op === 'min' || op === 'max') {
+    // Comparisons rather than Math.min/max (slow in hot loops inside jest's sandbox); a NaN
+    // anywhere gives NaN, as Math.min/max would.
     let r = op === 'min' ? Infinity : -Infinity;
-    for (let i = 0; i < n; i++) r = op === 'min' ? Math.min(r, a[i]) : Math.max(r, a[i]);
+    for (let i = 0; i < n; i++) {
+      const x = a[i];
+      if (x !== x) return NaN;
+      if (op === 'min' ? x < r : x > r) r = x;
+    }
     return r;
   }
   if (op !== 'sum') throw typeError('op', "'sum', 'min' or 'max'", op);
