@@ -12,6 +12,7 @@ void registerCublas(Napi::Env env, Napi::Object exports);
 void registerAta(Napi::Env env, Napi::Object exports);
 void registerGemm(Napi::Env env, Napi::Object exports);
 void registerScan(Napi::Env env, Napi::Object exports);
+void registerApsp(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -24,6 +25,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerAta(env, exports);
   ck::registerGemm(env, exports);
   ck::registerScan(env, exports);
+  ck::registerApsp(env, exports);
   return exports;
 }
 
