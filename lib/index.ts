@@ -36,4 +36,18 @@ export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from 
 export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';
 export { scan, reduce, scanMethods, type ScanMethod, type ScanOptions } from './ops/scan';
 export type { ReduceOp } from './cpu/scan';
+export {
+  apsp,
+  apspMethods,
+  apspBlockFactor,
+  apspRounds,
+  reconstructPath,
+  randomGraph,
+  INF,
+  APSP_MAX_N,
+  type ApspMethod,
+  type ApspOptions,
+  type ApspResult,
+  type RandomGraphOptions,
+} from './ops/apsp';
 export * as cpu from './cpu/index';

@@ -2,6 +2,7 @@
 export { atA } from './ata';
 export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
+export { apsp, type CpuApspResult } from './apsp';
 
 type Numeric = ArrayLike<number>;
 
