@@ -50,4 +50,16 @@ export {
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
+export {
+  readGraph,
+  writeGraph,
+  readDistances,
+  writeDistances,
+  graphFormatOf,
+  matrixFormatOf,
+  GraphFileError,
+  type GraphFormat,
+  type MatrixFormat,
+  type GraphMatrix,
+} from './io/graph';
 export * as cpu from './cpu/index';
