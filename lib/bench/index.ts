@@ -1,4 +1,5 @@
 // The benchmark registry: every family plugs its BenchFamily in here.
+import { apspFamily } from './apsp';
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
@@ -10,6 +11,7 @@ export const families: Record<string, BenchFamily> = {
   ata: ataFamily,
   gemm: gemmFamily,
   scan: scanFamily,
+  apsp: apspFamily,
 };
 
 export * from './harness';
