@@ -128,6 +128,33 @@ describe('cpu.apsp', () => {
     expect(w[0]).toBe(0); // the input is not modified
   });
 
+  test('zero-weight cycles: next hops never point at each other', () => {
+    // 0 ⇄ 1 ⇄ 2 at weight 0, all three 5 from 3; 3 → 0 at 0. Ties between equally short paths go to the
+    // one with fewer edges.
+    const n = 4;
+    const w = new Int32Array(n * n).fill(INF);
+    for (let i = 0; i < n; i++) w[i * n + i] = 0;
+    for (const [a, b] of [
+      [0, 1],
+      [1, 0],
+      [1, 2],
+      [2, 1],
+      [2, 0],
+      [0, 2],
+    ])
+      w[a * n + b] = 0;
+    for (const a of [0, 1, 2]) w[a * n + 3] = 5;
+    w[3 * n + 0] = 0;
+    const { dist, next } = ck.cpu.apsp(w, n, { paths: true });
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) expect(ck.reconstructPath(next, i, j).length).toBeLessThanOrEqual(3);
+    expect(ck.reconstructPath(next, 3, 2)).toEqual([3, 0, 2]);
+    checkPaths(w, dist, next, n, 0, 1);
+    const big = hostGraph(80, 0.3, freshSeed(), 1); // about half the edges weigh 0
+    const r = ck.cpu.apsp(big, 80, { paths: true });
+    checkPaths(big, r.dist, r.next, 80, 2000, 7);
+  });
+
   test('rejects negative weights, weights above INF and bad shapes', () => {
     expect(() => ck.cpu.apsp(new Int32Array([0, -1, 2, 0]), 2)).toThrow(
       /weights must be weights in \[0, INF\], got.*-1 at \[0\]\[1\]/,
@@ -459,7 +486,11 @@ describeGpu('apsp', () => {
     using f = ck.zeros('float32', 4);
     using short = ck.zeros('int32', 3);
     expectThrows(() => ck.apsp(f as never, 2), 'TypeError', /dist must be a DeviceArray of int32, got float32/);
-    expectThrows(() => ck.apsp(short, 2), 'RangeError', /dist must be n·n = 4 elements long, got number 3/);
+    expectThrows(
+      () => ck.apsp(short, 2),
+      'RangeError',
+      /dist must be n·n = 4 elements long, got the string "3 elements"/,
+    );
     expectThrows(() => ck.apsp(g, 0), 'RangeError', /n must be an integer in \[1, 131072\], got number 0/);
     expectThrows(() => ck.apsp(g, 1.5), 'RangeError', /n must be an integer/);
     using neg = ck.upload(new Int32Array([0, -5, 2, 0]));

@@ -17,7 +17,8 @@ export interface CpuApspResult {
  * All-pairs shortest paths by plain Floyd–Warshall (k, i, j loops) — the reference the GPU methods
  * are compared with, exactly. Same contract as the GPU's `apsp`: an n×n row-major Int32Array of
  * weights in [0, INF] (`INF` = no edge), the diagonal taken as 0, distances ≥ INF reported as INF.
- * With `paths: true`, also the next-hop matrix (next[i][j] = next[i][k] on every strict improvement).
+ * With `paths: true`, also the next-hop matrix: next[i][j] is the vertex after i on a shortest path
+ * with the fewest edges among the shortest (candidates compared by distance, then hop count).
  */
 export function apsp(weights: Int32Array, n: number, options?: { paths?: false }): Int32Array;
 export function apsp(weights: Int32Array, n: number, options: { paths: true }): CpuApspResult;
@@ -28,14 +29,36 @@ export function apsp(weights: Int32Array, n: number, options: { paths?: boolean 
     throw rangeError('weights', `n·n = ${n * n} elements long`, `${weights.length} elements`);
   const paths = options.paths ?? false;
   const d = new Int32Array(weights);
-  const next = paths ? new Int32Array(n * n) : undefined;
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
-      const e = i * n + j;
-      const w = d[e];
+      const w = d[i * n + j];
       if (w < 0 || w > INF) throw rangeError('weights', 'weights in [0, INF]', `${w} at [${i}][${j}]`);
-      if (i === j) d[e] = 0;
-      if (next) next[e] = i === j || w < INF ? j : -1;
+    }
+    d[i * n + i] = 0;
+  }
+  if (!paths) {
+    for (let k = 0; k < n; k++) {
+      const rowK = k * n;
+      for (let i = 0; i < n; i++) {
+        const rowI = i * n;
+        const dik = d[rowI + k];
+        if (dik >= INF) continue; // d_ik + d_kj ≥ INF ≥ d_ij: no improvement possible
+        for (let j = 0; j < n; j++) {
+          const t = dik + d[rowK + j];
+          if (t < d[rowI + j]) d[rowI + j] = t;
+        }
+      }
+    }
+    return d;
+  }
+  // With paths, candidates are ordered by (distance, hops) as on the GPU, so that zero-weight cycles
+  // cannot leave next hops that point at each other.
+  const next = new Int32Array(n * n);
+  const hops = new Int32Array(n * n);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      next[i * n + j] = i === j || d[i * n + j] < INF ? j : -1;
+      hops[i * n + j] = i === j ? 0 : 1;
     }
   }
   for (let k = 0; k < n; k++) {
@@ -43,15 +66,18 @@ export function apsp(weights: Int32Array, n: number, options: { paths?: boolean 
     for (let i = 0; i < n; i++) {
       const rowI = i * n;
       const dik = d[rowI + k];
-      if (dik >= INF) continue; // d_ik + d_kj ≥ INF ≥ d_ij: no improvement possible
+      if (dik >= INF) continue;
+      const hik = hops[rowI + k];
       for (let j = 0; j < n; j++) {
         const t = dik + d[rowK + j];
-        if (t < d[rowI + j]) {
+        const v = d[rowI + j];
+        if (t < v || (t === v && t < INF && hik + hops[rowK + j] < hops[rowI + j])) {
           d[rowI + j] = t;
-          if (next) next[rowI + j] = next[rowI + k];
+          hops[rowI + j] = hik + hops[rowK + j];
+          next[rowI + j] = next[rowI + k];
         }
       }
     }
   }
-  return next ? { dist: d, next } : d;
+  return { dist: d, next };
 }

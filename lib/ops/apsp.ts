@@ -42,7 +42,7 @@ export function apspBlockFactor(method: (typeof apspMethods)[number], n: number,
   return checkInteger('options.blockFactor', requested, 1, 256);
 }
 
-/** Rounds (pivot blocks) a run of `method` makes for n vertices: ⌈n / block factor⌉. */
+/** Rounds (pivot blocks) a run of `method` without paths makes for n vertices: ⌈n / block factor⌉. */
 export function apspRounds(method: (typeof apspMethods)[number], n: number, blockFactor?: number): number {
   return Math.ceil(n / apspBlockFactor(method, n, blockFactor));
 }
@@ -53,9 +53,12 @@ export interface ApspOptions {
   /** Block factor of `basic`, 1–256 (default min(256, n)); `shared` is 32 and `fast` 128. */
   blockFactor?: number;
   /**
-   * Also compute the next-hop matrix (see {@link ApspResult}). Every method has a path-tracking
-   * variant of its kernels: it records which k last improved each entry (strict improvements only)
-   * and is slower than the distance-only kernels, `fast` the most (twice the registers).
+   * Also compute the next-hop matrix (see {@link ApspResult}). The path-tracking kernels keep a
+   * hop-count matrix too and compare candidates by (distance, hops), so the paths have the fewest
+   * edges among the shortest and following next hops never loops (zero-weight cycles included).
+   * `basic` and `shared` track paths in their own kernels; `fast` runs `shared`'s (its 128×128
+   * register tiles have no room for the hop counts and next hops), so with paths it is as fast as
+   * `shared` at best.
    */
   paths?: boolean;
   /** An int32 DeviceArray of n·n elements on the same device to write the distances into (not `dist`). */
@@ -72,7 +75,10 @@ export interface ApspOptions {
   validate?: boolean;
 }
 
-/** Distances and next hops: `next[i·n + j]` is the vertex after i on a shortest path to j (j itself when i = j), −1 when j is unreachable. */
+/**
+ * Distances and next hops: `next[i·n + j]` is the vertex after i on a shortest path to j (the one
+ * with the fewest edges among the shortest), j itself when i = j, −1 when j is unreachable.
+ */
 export interface ApspResult {
   dist: DeviceArray<'int32'>;
   next: DeviceArray<'int32'>;

@@ -35,14 +35,18 @@ __device__ __forceinline__ int addMin(int a, int b, int c) {
 // Padding and setup
 
 __global__ void apsp_pad_kernel(const int32_t* __restrict__ in, int32_t* __restrict__ d,
-                                int32_t* __restrict__ next, int64_t n, int64_t np) {
+                                int32_t* __restrict__ next, int32_t* __restrict__ hops, int64_t n,
+                                int64_t np) {
   const int64_t total = np * np;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = e / np, j = e - i * np;
     const int32_t v = i == j ? 0 : (i < n && j < n ? in[i * n + j] : kInf);
     d[e] = v;
-    if (next) next[e] = v < kInf ? static_cast<int32_t>(j) : -1;
+    if (next) {
+      next[e] = v < kInf ? static_cast<int32_t>(j) : -1;
+      hops[e] = i == j ? 0 : 1;
+    }
   }
 }
 
@@ -79,6 +83,26 @@ __global__ void apsp_random_graph_kernel(int32_t* __restrict__ out, int64_t n, u
 }
 
 // ---------------------------------------------------------------------------------------------
+// Path tracking
+//
+// With paths, every method keeps a hop-count matrix h beside d and next and orders candidates
+// lexicographically by (distance, hops): a candidate replaces d_ij when it is shorter, or as short
+// (and finite) with fewer edges. Every edge then weighs at least (0, 1) > (0, 0), so no cycle is free;
+// at the end each next hop x of i towards j satisfies (d_ij, h_ij) = (w_ix + d_xj, 1 + h_xj), the hop
+// count strictly falls along the way, and following next always reaches j. With distances alone,
+// zero-weight cycles let the blocked order leave next hops that point at each other (seen on random
+// graphs with zero weights). Row k and column k still never change at step k (d_kk = h_kk = 0).
+
+struct PathState {
+  int32_t* next = nullptr;
+  int32_t* hops = nullptr;
+};
+
+__device__ __forceinline__ bool better(int32_t t, int32_t th, int32_t v, int32_t vh) {
+  return t < v || (t == v && t < kInf && th < vh);
+}
+
+// ---------------------------------------------------------------------------------------------
 // basic: thread per element, global memory (the report's first design)
 
 constexpr int kBasicThreads = 256;
@@ -87,7 +111,7 @@ constexpr int kBasicThreads = 256;
 // launch, row k and column k are read but never written, so the launch has no race.
 template <bool Paths>
 __global__ void __launch_bounds__(kBasicThreads)
-    apsp_basic_step_kernel(int32_t* d, int32_t* next, int64_t np, int64_t p0, int64_t bf, int64_t k,
+    apsp_basic_step_kernel(int32_t* d, PathState ps, int64_t np, int64_t p0, int64_t bf, int64_t k,
                            bool panels) {
   const int64_t rest = np - bf;
   const int64_t total = panels ? 2 * rest * bf : bf * bf;
@@ -107,10 +131,17 @@ __global__ void __launch_bounds__(kBasicThreads)
     i += i >= p0 ? bf : 0;
     j = p0 + f % bf;
   }
-  const int32_t t = d[i * np + k] + d[k * np + j];
-  if (t < d[i * np + j]) {
-    d[i * np + j] = t;
-    if constexpr (Paths) next[i * np + j] = next[i * np + k];
+  const int64_t ij = i * np + j, ik = i * np + k, kj = k * np + j;
+  const int32_t t = d[ik] + d[kj];
+  if constexpr (Paths) {
+    const int32_t th = ps.hops[ik] + ps.hops[kj];
+    if (better(t, th, d[ij], ps.hops[ij])) {
+      d[ij] = t;
+      ps.hops[ij] = th;
+      ps.next[ij] = ps.next[ik];
+    }
+  } else {
+    if (t < d[ij]) d[ij] = t;
   }
 }
 
@@ -118,39 +149,44 @@ __global__ void __launch_bounds__(kBasicThreads)
 // this round) from global memory.
 template <bool Paths>
 __global__ void __launch_bounds__(kBasicThreads)
-    apsp_basic_rest_kernel(int32_t* d, int32_t* next, int64_t np, int64_t p0, int bf) {
+    apsp_basic_rest_kernel(int32_t* d, PathState ps, int64_t np, int64_t p0, int bf) {
   const int64_t rest = np - bf;
   const int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (e >= rest * rest) return;
   int64_t i = e / rest, j = e % rest;
   i += i >= p0 ? bf : 0;
   j += j >= p0 ? bf : 0;
-  const int32_t* dik = d + i * np + p0;
-  const int32_t* dkj = d + p0 * np + j;
-  int32_t v = d[i * np + j];
-  int best = -1;
-  for (int k = 0; k < bf; ++k) {
-    const int32_t t = dik[k] + dkj[k * np];
-    if constexpr (Paths) {
-      if (t < v) {
+  const int64_t ij = i * np + j, ik0 = i * np + p0, k0j = p0 * np + j;
+  int32_t v = d[ij];
+  if constexpr (Paths) {
+    int32_t vh = ps.hops[ij];
+    int best = -1;
+    for (int k = 0; k < bf; ++k) {
+      const int32_t t = d[ik0 + k] + d[k0j + k * np];
+      const int32_t th = ps.hops[ik0 + k] + ps.hops[k0j + k * np];
+      if (better(t, th, v, vh)) {
         v = t;
+        vh = th;
         best = k;
       }
-    } else {
-      v = min(v, t);
     }
+    if (best >= 0) {
+      d[ij] = v;
+      ps.hops[ij] = vh;
+      ps.next[ij] = ps.next[ik0 + best];
+    }
+  } else {
+    for (int k = 0; k < bf; ++k) v = min(v, d[ik0 + k] + d[k0j + k * np]);
+    d[ij] = v;
   }
-  d[i * np + j] = v;
-  if (Paths && best >= 0) next[i * np + j] = next[i * np + p0 + best];
 }
 
 template <bool Paths>
-cudaError_t roundBasicWith(int32_t* d, int32_t* next, int64_t np, int bf, int64_t round,
-                           cudaStream_t stream) {
+cudaError_t roundBasicWith(int32_t* d, PathState ps, int64_t np, int bf, int64_t round, cudaStream_t stream) {
   const int64_t p0 = round * bf;
   const unsigned pivotBlocks = static_cast<unsigned>(ceilDiv(static_cast<int64_t>(bf) * bf, kBasicThreads));
   for (int64_t k = p0; k < p0 + bf; ++k) {
-    apsp_basic_step_kernel<Paths><<<pivotBlocks, kBasicThreads, 0, stream>>>(d, next, np, p0, bf, k, false);
+    apsp_basic_step_kernel<Paths><<<pivotBlocks, kBasicThreads, 0, stream>>>(d, ps, np, p0, bf, k, false);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
@@ -158,12 +194,12 @@ cudaError_t roundBasicWith(int32_t* d, int32_t* next, int64_t np, int bf, int64_
   const int64_t rest = np - bf;
   const unsigned panelBlocks = static_cast<unsigned>(ceilDiv(2 * rest * bf, kBasicThreads));
   for (int64_t k = p0; k < p0 + bf; ++k) {
-    apsp_basic_step_kernel<Paths><<<panelBlocks, kBasicThreads, 0, stream>>>(d, next, np, p0, bf, k, true);
+    apsp_basic_step_kernel<Paths><<<panelBlocks, kBasicThreads, 0, stream>>>(d, ps, np, p0, bf, k, true);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
   const unsigned restBlocks = static_cast<unsigned>(ceilDiv(rest * rest, kBasicThreads));
-  apsp_basic_rest_kernel<Paths><<<restBlocks, kBasicThreads, 0, stream>>>(d, next, np, p0, bf);
+  apsp_basic_rest_kernel<Paths><<<restBlocks, kBasicThreads, 0, stream>>>(d, ps, np, p0, bf);
   return cudaGetLastError();
 }
 
@@ -173,110 +209,156 @@ cudaError_t roundBasicWith(int32_t* d, int32_t* next, int64_t np, int bf, int64_
 // Thread (ty, tx) owns element (ty, tx) of its tile: threadIdx.x runs along the columns, so at step k
 // a warp (one row) reads A[ty][k] — one address, a broadcast — and B[k][0..31], 32 consecutive words
 // in 32 banks. The report found the opposite mapping (threadIdx.x along the rows) hitting one bank
-// 32 times for A and for the element itself.
+// 32 times for A and for the element itself. With paths the hop counts ride along in shared memory
+// the same way and next hops are read from global memory (column k of next never changes at step k;
+// the barriers publish earlier steps' writes to the block).
 
 constexpr int kTile32 = 32;
 
 template <bool Paths>
 __global__ void __launch_bounds__(kTile32* kTile32)
-    apsp_shared_pivot_kernel(int32_t* d, int32_t* next, int64_t np, int64_t p0) {
+    apsp_shared_pivot_kernel(int32_t* d, PathState ps, int64_t np, int64_t p0) {
   __shared__ int32_t s[kTile32][kTile32];
+  __shared__ int32_t sh[Paths ? kTile32 : 1][Paths ? kTile32 : 1];
   const int ty = threadIdx.y, tx = threadIdx.x;
   const int64_t at = (p0 + ty) * np + p0 + tx;
-  int32_t v = d[at];
+  int32_t v = d[at], vh = 0;
   s[ty][tx] = v;
+  if constexpr (Paths) {
+    vh = ps.hops[at];
+    sh[ty][tx] = vh;
+  }
   __syncthreads();
   for (int k = 0; k < kTile32; ++k) {
     const int32_t t = s[ty][k] + s[k][tx];
-    if (t < v) {
+    if constexpr (Paths) {
+      const int32_t th = sh[ty][k] + sh[k][tx];
+      if (better(t, th, v, vh)) {
+        v = t;
+        vh = th;
+        s[ty][tx] = t;
+        sh[ty][tx] = th;
+        ps.next[at] = ps.next[(p0 + ty) * np + p0 + k];
+      }
+    } else if (t < v) {
       v = t;
       s[ty][tx] = t;
-      // next[i][p0 + k] sits in column k, which step k never writes; earlier steps' writes are
-      // published by the barrier.
-      if constexpr (Paths) next[at] = next[(p0 + ty) * np + p0 + k];
     }
     __syncthreads();
   }
   d[at] = v;
+  if constexpr (Paths) ps.hops[at] = vh;
 }
 
 // Phase 2: block b < tiles − 1 takes row-panel tile (K, t), the others column-panel tile (t, K).
 template <bool Paths>
 __global__ void __launch_bounds__(kTile32* kTile32)
-    apsp_shared_panel_kernel(int32_t* d, int32_t* next, int64_t np, int64_t pivot, int64_t tiles) {
+    apsp_shared_panel_kernel(int32_t* d, PathState ps, int64_t np, int64_t pivot, int64_t tiles) {
+  constexpr int H = Paths ? kTile32 : 1;
   __shared__ int32_t sp[kTile32][kTile32];
   __shared__ int32_t st[kTile32][kTile32];
+  __shared__ int32_t sph[H][H];
+  __shared__ int32_t sth[H][H];
   const int ty = threadIdx.y, tx = threadIdx.x;
   const bool rowPanel = blockIdx.x < tiles - 1;
   int64_t t = rowPanel ? blockIdx.x : blockIdx.x - (tiles - 1);
   t += t >= pivot ? 1 : 0;
   const int64_t p0 = pivot * kTile32;
   const int64_t i0 = rowPanel ? p0 : t * kTile32, j0 = rowPanel ? t * kTile32 : p0;
-  const int64_t at = (i0 + ty) * np + j0 + tx;
-  sp[ty][tx] = d[(p0 + ty) * np + p0 + tx];
-  int32_t v = d[at];
+  const int64_t at = (i0 + ty) * np + j0 + tx, pat = (p0 + ty) * np + p0 + tx;
+  sp[ty][tx] = d[pat];
+  int32_t v = d[at], vh = 0;
   st[ty][tx] = v;
+  if constexpr (Paths) {
+    sph[ty][tx] = ps.hops[pat];
+    vh = ps.hops[at];
+    sth[ty][tx] = vh;
+  }
   __syncthreads();
   for (int k = 0; k < kTile32; ++k) {
-    // Row panel: through pivot row k of this tile; column panel: through pivot column k. Either way
-    // the tile's row or column k does not change at step k.
+    // Row panel: through row k of this tile; column panel: through its column k. Either way that row
+    // or column does not change at step k.
     const int32_t t2 = rowPanel ? sp[ty][k] + st[k][tx] : st[ty][k] + sp[k][tx];
-    if (t2 < v) {
+    if constexpr (Paths) {
+      const int32_t th = rowPanel ? sph[ty][k] + sth[k][tx] : sth[ty][k] + sph[k][tx];
+      if (better(t2, th, v, vh)) {
+        v = t2;
+        vh = th;
+        st[ty][tx] = t2;
+        sth[ty][tx] = th;
+        ps.next[at] = ps.next[(i0 + ty) * np + p0 + k];
+      }
+    } else if (t2 < v) {
       v = t2;
       st[ty][tx] = t2;
-      if constexpr (Paths) next[at] = next[(i0 + ty) * np + p0 + k];
     }
     __syncthreads();
   }
   d[at] = v;
+  if constexpr (Paths) ps.hops[at] = vh;
 }
 
 template <bool Paths>
 __global__ void __launch_bounds__(kTile32* kTile32)
-    apsp_shared_rest_kernel(int32_t* d, int32_t* next, int64_t np, int64_t pivot, int64_t tiles) {
+    apsp_shared_rest_kernel(int32_t* d, PathState ps, int64_t np, int64_t pivot, int64_t tiles) {
+  constexpr int H = Paths ? kTile32 : 1;
   __shared__ int32_t sa[kTile32][kTile32];
   __shared__ int32_t sb[kTile32][kTile32];
+  __shared__ int32_t sah[H][H];
+  __shared__ int32_t sbh[H][H];
   const int ty = threadIdx.y, tx = threadIdx.x;
   int64_t ti = blockIdx.x / (tiles - 1), tj = blockIdx.x % (tiles - 1);
   ti += ti >= pivot ? 1 : 0;
   tj += tj >= pivot ? 1 : 0;
   const int64_t p0 = pivot * kTile32, i0 = ti * kTile32, j0 = tj * kTile32;
-  sa[ty][tx] = d[(i0 + ty) * np + p0 + tx];
-  sb[ty][tx] = d[(p0 + ty) * np + j0 + tx];
+  const int64_t aat = (i0 + ty) * np + p0 + tx, bat = (p0 + ty) * np + j0 + tx;
+  sa[ty][tx] = d[aat];
+  sb[ty][tx] = d[bat];
   const int64_t at = (i0 + ty) * np + j0 + tx;
   int32_t v = d[at];
+  if constexpr (Paths) {
+    sah[ty][tx] = ps.hops[aat];
+    sbh[ty][tx] = ps.hops[bat];
+  }
   __syncthreads();
   if constexpr (Paths) {
+    int32_t vh = ps.hops[at];
     int best = -1;
 #pragma unroll
     for (int k = 0; k < kTile32; ++k) {
       const int32_t t = sa[ty][k] + sb[k][tx];
-      if (t < v) {
+      const int32_t th = sah[ty][k] + sbh[k][tx];
+      if (better(t, th, v, vh)) {
         v = t;
+        vh = th;
         best = k;
       }
     }
-    if (best >= 0) next[at] = next[(i0 + ty) * np + p0 + best];
+    if (best >= 0) {
+      d[at] = v;
+      ps.hops[at] = vh;
+      ps.next[at] = ps.next[(i0 + ty) * np + p0 + best];
+    }
   } else {
 #pragma unroll
     for (int k = 0; k < kTile32; ++k) v = addMin(sa[ty][k], sb[k][tx], v);
+    d[at] = v;
   }
-  d[at] = v;
 }
 
 template <bool Paths>
-cudaError_t roundSharedWith(int32_t* d, int32_t* next, int64_t np, int64_t round, cudaStream_t stream) {
+cudaError_t roundSharedWith(int32_t* d, PathState ps, int64_t np, int64_t round, cudaStream_t stream) {
   const int64_t tiles = np / kTile32;
   const dim3 block(kTile32, kTile32);
-  apsp_shared_pivot_kernel<Paths><<<1, block, 0, stream>>>(d, next, np, round * kTile32);
+  apsp_shared_pivot_kernel<Paths><<<1, block, 0, stream>>>(d, ps, np, round * kTile32);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess || tiles == 1) return err;
   apsp_shared_panel_kernel<Paths>
-      <<<static_cast<unsigned>(2 * (tiles - 1)), block, 0, stream>>>(d, next, np, round, tiles);
+      <<<static_cast<unsigned>(2 * (tiles - 1)), block, 0, stream>>>(d, ps, np, round, tiles);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   apsp_shared_rest_kernel<Paths>
-      <<<static_cast<unsigned>((tiles - 1) * (tiles - 1)), block, 0, stream>>>(d, next, np, round, tiles);
+      <<<static_cast<unsigned>((tiles - 1) * (tiles - 1)), block, 0, stream>>>(d, ps, np, round, tiles);
   return cudaGetLastError();
 }
 
@@ -345,9 +427,7 @@ __device__ __forceinline__ void copyWait() {
 // Phase 1: thread (ty, tx) of 32×32 owns rows ty + 32r and columns tx + 32c (r, c < 4) and keeps them
 // in registers; the block's copy in shared memory is what the other threads read at step k (row k:
 // 32 consecutive words per warp; column k: one word per warp, a broadcast).
-template <bool Paths>
-__global__ void __launch_bounds__(kPivotThreads)
-    apsp_fast_pivot_kernel(int32_t* d, int32_t* next, int64_t np, int64_t p0) {
+__global__ void __launch_bounds__(kPivotThreads) apsp_fast_pivot_kernel(int32_t* d, int64_t np, int64_t p0) {
   extern __shared__ __align__(16) int32_t sp[];
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   int32_t v[4][4];
@@ -373,12 +453,6 @@ __global__ void __launch_bounds__(kPivotThreads)
         if (t < v[r][c]) {
           v[r][c] = t;
           sp[(ty + 32 * r) * kFastTile + tx + 32 * c] = t;
-          // The next-hop tile stays in global memory (shared memory holds only the distances, so the
-          // kernel fits sm_75's 64 KB); the barrier below orders these writes for the block too.
-          if constexpr (Paths) {
-            const int64_t row = (p0 + ty + 32 * r) * np;
-            next[row + p0 + tx + 32 * c] = next[row + p0 + k];
-          }
         }
       }
     __syncthreads();
@@ -392,12 +466,9 @@ __global__ void __launch_bounds__(kPivotThreads)
 // Phases 2 (panels = true: blocks 0 … tiles − 2 the row panel, the rest the column panel) and 3
 // (panels = false: the (tiles − 1)² tiles off the pivot row and column). In phase 2 the output tile is
 // also A (column panel) or B (row panel); every read of A and B has completed at the last slab's
-// barrier, before the first store, and with Paths the next-hop gather is fenced from the stores by a
-// barrier of its own.
-template <bool Paths>
-__global__ void __launch_bounds__(kFastThreads, Paths ? 1 : 2)
-    apsp_fast_minplus_kernel(int32_t* d, int32_t* next, int64_t np, int64_t pivot, int64_t tiles,
-                             bool panels) {
+// barrier, before the first store.
+__global__ void __launch_bounds__(kFastThreads, 2)
+    apsp_fast_minplus_kernel(int32_t* d, int64_t np, int64_t pivot, int64_t tiles, bool panels) {
   extern __shared__ __align__(16) int32_t smem[];
   int32_t* const sA = smem;
   int32_t* const sB = smem + kFastStages * kFastAStage;
@@ -459,13 +530,6 @@ __global__ void __launch_bounds__(kFastThreads, Paths ? 1 : 2)
       acc[r][4 * c + 2] = x.z;
       acc[r][4 * c + 3] = x.w;
     }
-  int32_t best[Paths ? 8 : 1][Paths ? 8 : 1];
-  if constexpr (Paths) {
-#pragma unroll
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-      for (int q = 0; q < 8; ++q) best[r][q] = -1;
-  }
 
   int stage = 0;
   for (int kt = 0; kt < kFastSlabs; ++kt) {
@@ -492,43 +556,13 @@ __global__ void __launch_bounds__(kFastThreads, Paths ? 1 : 2)
 #pragma unroll
       for (int r = 0; r < 8; ++r) {
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          if constexpr (Paths) {
-            const int32_t t = av[r] + bv[q];
-            if (t < acc[r][q]) {
-              acc[r][q] = t;
-              best[r][q] = kt * kFastBK + kk;
-            }
-          } else {
-            acc[r][q] = addMin(av[r], bv[q], acc[r][q]);
-          }
-        }
+        for (int q = 0; q < 8; ++q) acc[r][q] = addMin(av[r], bv[q], acc[r][q]);
       }
     }
     if (++stage == kFastStages) stage = 0;
   }
   copyWait<0>();  // only empty groups can be pending; leave none behind
 
-  if constexpr (Paths) {
-    // next[i][j] = next[i][k] with k the pivot column that last improved d_ij: gathered from A's
-    // next-hop columns (for the column panel, the output tile itself), so all gathers finish before
-    // any store.
-    const int32_t* const nA = next + i0 * np + p0;
-#pragma unroll
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-      for (int q = 0; q < 8; ++q)
-        if (best[r][q] >= 0) best[r][q] = nA[(rowOff + 4 * r) * np + best[r][q]];
-    __syncthreads();
-    int32_t* const nC = next + i0 * np + j0;
-#pragma unroll
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-      for (int c = 0; c < 2; ++c)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (best[r][4 * c + q] >= 0) nC[(rowOff + 4 * r) * np + colOff + 32 * c + q] = best[r][4 * c + q];
-  }
 #pragma unroll
   for (int r = 0; r < 8; ++r)
 #pragma unroll
@@ -537,29 +571,25 @@ __global__ void __launch_bounds__(kFastThreads, Paths ? 1 : 2)
           make_int4(acc[r][4 * c + 0], acc[r][4 * c + 1], acc[r][4 * c + 2], acc[r][4 * c + 3]);
 }
 
-template <bool Paths>
-cudaError_t roundFastWith(int32_t* d, int32_t* next, int64_t np, int64_t round, cudaStream_t stream) {
+cudaError_t roundFastDistances(int32_t* d, int64_t np, int64_t round, cudaStream_t stream) {
   // Raising the dynamic shared-memory limits is per kernel and cheap; doing it on every round keeps
   // the launcher free of static state.
-  cudaError_t err =
-      cudaFuncSetAttribute(apsp_fast_pivot_kernel<Paths>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kPivotSmem));
+  cudaError_t err = cudaFuncSetAttribute(apsp_fast_pivot_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kPivotSmem));
   if (err != cudaSuccess) return err;
-  apsp_fast_pivot_kernel<Paths><<<1, kPivotThreads, kPivotSmem, stream>>>(d, next, np, round * kFastTile);
+  apsp_fast_pivot_kernel<<<1, kPivotThreads, kPivotSmem, stream>>>(d, np, round * kFastTile);
   err = cudaGetLastError();
   const int64_t tiles = np / kFastTile;
   if (err != cudaSuccess || tiles == 1) return err;
-  err = cudaFuncSetAttribute(apsp_fast_minplus_kernel<Paths>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  err = cudaFuncSetAttribute(apsp_fast_minplus_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kFastSmem));
   if (err != cudaSuccess) return err;
-  apsp_fast_minplus_kernel<Paths>
-      <<<static_cast<unsigned>(2 * (tiles - 1)), kFastThreads, kFastSmem, stream>>>(d, next, np, round, tiles,
-                                                                                    true);
+  apsp_fast_minplus_kernel<<<static_cast<unsigned>(2 * (tiles - 1)), kFastThreads, kFastSmem, stream>>>(
+      d, np, round, tiles, true);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
-  apsp_fast_minplus_kernel<Paths>
-      <<<static_cast<unsigned>((tiles - 1) * (tiles - 1)), kFastThreads, kFastSmem, stream>>>(
-          d, next, np, round, tiles, false);
+  apsp_fast_minplus_kernel<<<static_cast<unsigned>((tiles - 1) * (tiles - 1)), kFastThreads, kFastSmem,
+                             stream>>>(d, np, round, tiles, false);
   return cudaGetLastError();
 }
 
@@ -569,11 +599,13 @@ struct RunResources {
   cudaStream_t stream = nullptr;
   int32_t* d = nullptr;
   int32_t* next = nullptr;
+  int32_t* hops = nullptr;
   bool ownsD = false, ownsNext = false;
   cudaEvent_t events[2] = {nullptr, nullptr};
   ~RunResources() {
     if (ownsD && d) cudaFreeAsync(d, stream);
     if (ownsNext && next) cudaFreeAsync(next, stream);
+    if (hops) cudaFreeAsync(hops, stream);
     for (cudaEvent_t e : events)
       if (e) cudaEventDestroy(e);
   }
@@ -585,23 +617,26 @@ cudaError_t gridFor(int64_t length, unsigned* blocks) {
 
 }  // namespace
 
-cudaError_t roundBasic(int32_t* d, int32_t* next, int64_t np, int factor, int64_t round,
+cudaError_t roundBasic(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                        cudaStream_t stream) {
-  return next ? roundBasicWith<true>(d, next, np, factor, round, stream)
-              : roundBasicWith<false>(d, next, np, factor, round, stream);
+  const PathState ps{next, hops};
+  return next ? roundBasicWith<true>(d, ps, np, factor, round, stream)
+              : roundBasicWith<false>(d, ps, np, factor, round, stream);
 }
 
-cudaError_t roundShared(int32_t* d, int32_t* next, int64_t np, int factor, int64_t round,
+cudaError_t roundShared(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                         cudaStream_t stream) {
   if (factor != kTile32) return cudaErrorInvalidValue;
-  return next ? roundSharedWith<true>(d, next, np, round, stream)
-              : roundSharedWith<false>(d, next, np, round, stream);
+  const PathState ps{next, hops};
+  return next ? roundSharedWith<true>(d, ps, np, round, stream)
+              : roundSharedWith<false>(d, ps, np, round, stream);
 }
 
-cudaError_t roundFast(int32_t* d, int32_t* next, int64_t np, int factor, int64_t round, cudaStream_t stream) {
-  if (factor != kFastTile) return cudaErrorInvalidValue;
-  return next ? roundFastWith<true>(d, next, np, round, stream)
-              : roundFastWith<false>(d, next, np, round, stream);
+cudaError_t roundFast(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
+                      cudaStream_t stream) {
+  // Distances only: methods.cc sends runs with paths to the 32×32 path-tracking kernels.
+  if (factor != kFastTile || next || hops) return cudaErrorInvalidValue;
+  return roundFastDistances(d, np, round, stream);
 }
 
 cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,
@@ -613,8 +648,8 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
   res.stream = stream;
   res.d = out;
   res.next = nextOut;
+  const size_t bytes = static_cast<size_t>(np) * np * sizeof(int32_t);
   if (np != n) {
-    const size_t bytes = static_cast<size_t>(np) * np * sizeof(int32_t);
     cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&res.d), bytes, stream);
     if (err != cudaSuccess) return err;
     res.ownsD = true;
@@ -624,10 +659,14 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
       res.ownsNext = true;
     }
   }
+  if (nextOut) {
+    const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&res.hops), bytes, stream);
+    if (err != cudaSuccess) return err;
+  }
   unsigned blocks = 0;
   cudaError_t err = gridFor(np * np, &blocks);
   if (err != cudaSuccess) return err;
-  apsp_pad_kernel<<<blocks, kBasicThreads, 0, stream>>>(in, res.d, res.next, n, np);
+  apsp_pad_kernel<<<blocks, kBasicThreads, 0, stream>>>(in, res.d, res.next, res.hops, n, np);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
 
@@ -638,7 +677,7 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
     }
   }
   for (int64_t r = 0; r < rounds; ++r) {
-    err = round(res.d, res.next, np, factor, r, stream);
+    err = round(res.d, res.next, res.hops, np, factor, r, stream);
     if (err != cudaSuccess) return err;
     if (progress) {
       // Round r is queued behind round r − 1: wait for r − 1 only, so the GPU never runs dry.

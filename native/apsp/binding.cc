@@ -56,7 +56,9 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
   }
   guard(env, [&] {
     cudaStream_t stream = libraryStream(in.device);
-    check(apsp::run(m.round, factor, in.as<const int32_t>(), out.as<int32_t>(),
+    const apsp::RoundFn round = next ? m.pathsRound : m.round;
+    const int roundFactor = next && m.pathsFactor ? m.pathsFactor : factor;
+    check(apsp::run(round, roundFactor, in.as<const int32_t>(), out.as<int32_t>(),
                     next ? next->as<int32_t>() : nullptr, n, stream, progress),
           (std::string("apsp ") + m.name).c_str());
   });

@@ -11,6 +11,9 @@ struct Method {
   RoundFn round;
   // The block factor the method is built for; 0 when the caller picks one in [1, kMaxBasicFactor].
   int fixedFactor;
+  // What runs with paths (next-hop matrix), and its factor (0: the same as without paths).
+  RoundFn pathsRound;
+  int pathsFactor;
 };
 
 constexpr int kMaxBasicFactor = 256;
