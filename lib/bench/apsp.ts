@@ -16,6 +16,7 @@ export function reportGflops(n: number, blockFactor: number, ms: number): number
   return ((10 + 4 * blockFactor) * (n / blockFactor) * n * n) / (ms * 1e-3) / 1e9;
 }
 
+/** The `apsp` benchmark family: every method at each size, checked against `shared` exactly. */
 export const apspFamily: BenchFamily = {
   op: 'apsp',
   description: 'all-pairs shortest paths, blocked Floyd–Warshall (Grelax/s = n³/time/1e9)',

@@ -13,6 +13,7 @@ import {
 import { apsp, apspBlockFactor, apspMethods, type ApspMethod } from '../ops/apsp';
 import { EventTimer } from '../timing';
 
+/** Options of the `apsp` command, as commander parses them. */
 export interface ApspCliOptions {
   method: string;
   /** Output format (default from the output's extension: `.bin` binary, else text). */
@@ -66,7 +67,11 @@ export function progressReporter(label: string, stream: NodeJS.WritableStream & 
 
 const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
 
-/** Runs the command; returns the summary fields (also printed through `out`). */
+/**
+ * `npx cuda-kernels apsp <input> <output>`: reads the graph, runs {@link apsp} with a progress line
+ * over the rounds on `progressStream`, writes the distance matrix and prints the summary (n, method,
+ * GPU ms from CUDA events, relaxations/s = n³/time) through `out`; returns the summary fields.
+ */
 export function apspCommand(
   input: string,
   output: string,

@@ -47,6 +47,7 @@ export function apspRounds(method: (typeof apspMethods)[number], n: number, bloc
   return Math.ceil(n / apspBlockFactor(method, n, blockFactor));
 }
 
+/** Options of {@link apsp}. */
 export interface ApspOptions {
   /** Variant (default `auto`). */
   method?: ApspMethod;
