@@ -397,15 +397,12 @@ constexpr size_t kPivotSmem = static_cast<size_t>(kFastTile) * kFastTile * sizeo
 static_assert(kFastTile * kFastBK / 4 == 2 * kFastThreads, "A slab: two 16-byte copies per thread");
 static_assert(kFastBK * kFastTile / 4 == 2 * kFastThreads, "B slab: two 16-byte copies per thread");
 
-__device__ __forceinline__ uint32_t smemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // 16 bytes global -> shared; .cg: the panels are shared between blocks through L2, not reused in L1.
 // Below sm_80 there is no cp.async: an ordinary load and store (the pipeline then has no overlap).
 __device__ __forceinline__ void copy16(int32_t* dst, const int32_t* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smemAddr(dst)), "l"(src) : "memory");
+  const uint32_t to = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src) : "memory");
 #else
   *reinterpret_cast<int4*>(dst) = *reinterpret_cast<const int4*>(src);
 #endif
