@@ -127,4 +127,28 @@ export interface NativeBinding {
     method: number,
   ): { iterations: number; residual: number; finalBuffer: 0 | 1 };
   stencilMethods(): string[];
+  /**
+   * All-pairs shortest paths of the n×n int32 weight matrix `dist` into `out` (and the next-hop
+   * matrix into `next` when not null) with the method at `method` in apspMethods() and its block
+   * factor; `progress(done, rounds)` after each round when given (the call then waits for the GPU).
+   */
+  apspRun(
+    dist: BufferHandle,
+    out: BufferHandle,
+    next: BufferHandle | null,
+    n: number,
+    method: number,
+    blockFactor: number,
+    progress?: (done: number, rounds: number) => void,
+  ): void;
+  apspMethods(): string[];
+  /** Random n×n weight matrix into `out`: edges with probability `density`, weights in [minWeight, maxWeight]. */
+  apspRandomGraph(
+    out: BufferHandle,
+    n: number,
+    density: number,
+    minWeight: number,
+    maxWeight: number,
+    seed: number,
+  ): void;
 }

@@ -40,4 +40,30 @@ export { scan, reduce, scanMethods, type ScanMethod, type ScanOptions } from './
 export type { ReduceOp } from './cpu/scan';
 export { stencil, stencilMethods, type StencilMethod, type StencilOptions } from './ops/stencil';
 export { stencilPresets, type StencilResult, type StencilWeights } from './cpu/stencil';
+export {
+  apsp,
+  apspMethods,
+  apspBlockFactor,
+  apspRounds,
+  reconstructPath,
+  randomGraph,
+  INF,
+  APSP_MAX_N,
+  type ApspMethod,
+  type ApspOptions,
+  type ApspResult,
+  type RandomGraphOptions,
+} from './ops/apsp';
+export {
+  readGraph,
+  writeGraph,
+  readDistances,
+  writeDistances,
+  graphFormatOf,
+  matrixFormatOf,
+  GraphFileError,
+  type GraphFormat,
+  type MatrixFormat,
+  type GraphMatrix,
+} from './io/graph';
 export * as cpu from './cpu/index';

@@ -13,6 +13,7 @@ void registerAta(Napi::Env env, Napi::Object exports);
 void registerGemm(Napi::Env env, Napi::Object exports);
 void registerScan(Napi::Env env, Napi::Object exports);
 void registerStencil(Napi::Env env, Napi::Object exports);
+void registerApsp(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -26,6 +27,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerGemm(env, exports);
   ck::registerScan(env, exports);
   ck::registerStencil(env, exports);
+  ck::registerApsp(env, exports);
   return exports;
 }
 

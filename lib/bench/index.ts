@@ -1,4 +1,5 @@
 // The benchmark registry: every family plugs its BenchFamily in here.
+import { apspFamily } from './apsp';
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
@@ -12,6 +13,7 @@ export const families: Record<string, BenchFamily> = {
   gemm: gemmFamily,
   scan: scanFamily,
   stencil: stencilFamily,
+  apsp: apspFamily,
 };
 
 export * from './harness';

@@ -20,7 +20,7 @@ function positiveInt(value: string): number {
 }
 
 const program = new Command();
-program.name('cuda-kernels').description('CUDA kernels for Node.js: device info, demo, benchmarks');
+program.name('cuda-kernels').description('CUDA kernels for Node.js: device info, demo, benchmarks, APSP files');
 
 program
   .command('info')
@@ -56,6 +56,21 @@ program
   .option('--no-charts', 'skip the SVG and PNG charts')
   .action(async (opts: { results: string; reports: string; charts: boolean }) => {
     (await import('./report')).report(opts);
+  });
+
+program
+  .command('apsp')
+  .description('all-pairs shortest paths of a graph file on the GPU, written as a distance matrix')
+  .argument('<input>', 'graph file: text "V E" + edge lines, DIMACS .gr, or binary .bin')
+  .argument('<output>', 'distance matrix file: text (INF for unreachable) or binary .bin')
+  .option('--method <name>', 'basic, shared, fast or auto', 'auto')
+  .option('--format <fmt>', 'output format: text or binary (default: binary for .bin, else text)')
+  .option('--input-format <fmt>', 'input format: text, dimacs or binary (default: from the extension)')
+  .option('--block-factor <n>', 'block factor of the basic method (1-256)', positiveInt)
+  .option('--device <i>', 'device index', positiveInt, 0)
+  .option('--no-progress', 'no progress line on stderr')
+  .action(async (input: string, output: string, opts) => {
+    (await import('./apsp')).apspCommand(input, output, opts);
   });
 
 program

@@ -1,0 +1,64 @@
+// All-pairs shortest paths by blocked Floyd–Warshall on an n×n int32 weight matrix.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace ck {
+namespace apsp {
+
+// "No edge" and "unreachable": 2^30 − 1. Distances never exceed it: a sum of two entries ≤ kInf is
+// below 2^31, so d_ik + d_kj never overflows int32, and min(d_ij, d_ik + d_kj) ≤ d_ij ≤ kInf keeps
+// every entry ≤ kInf without an explicit clamp (a path whose length reaches kInf reads as kInf).
+constexpr int32_t kInf = 0x3fffffff;
+
+// Largest n accepted: n² int32 is then 64 GiB, and every tile count below fits in an int.
+constexpr int64_t kMaxN = 131072;
+
+// Called between rounds with the number of rounds completed and the total; may throw (the run stops
+// enqueuing rounds, and its workspace is released in stream order).
+using Progress = std::function<void(int done, int rounds)>;
+
+// One round of a method on the padded np×np matrix `d` (np a multiple of `factor`): rounds
+// 0 … np/factor − 1 in order give the shortest distances. With paths, `next` and `hops` (np×np each,
+// else both null) are the next-hop and hop-count matrices: candidates are ordered by (distance, hops),
+// and next[i][j] = next[i][k] whenever d_ik + d_kj wins over d_ij.
+using RoundFn = cudaError_t (*)(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor,
+                                int64_t round, cudaStream_t stream);
+
+// The report's first design: thread per element, global memory only; phases 1 and 2 take one launch
+// per k of the round (factor launches each), phase 3 one launch whose threads loop over the factor k.
+cudaError_t roundBasic(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
+                       cudaStream_t stream);
+// The report's shared-memory design: 32×32 tiles, one thread per element, threadIdx.x along the
+// columns so that a warp reads one A element (broadcast) and 32 consecutive B elements.
+cudaError_t roundShared(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
+                        cudaStream_t stream);
+// Ours: pivot depth 128; phase 1 in one block from shared memory, phases 2 and 3 as min-plus tile
+// products (128×128 tiles, 8×8 outputs per thread, cp.async slabs, VIADDMNMX on sm_90). Distances
+// only: next and hops must be null.
+cudaError_t roundFast(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
+                      cudaStream_t stream);
+
+// Runs every round of `round` with block factor `factor` on a copy of `in` (n×n, row-major) and
+// writes the distances to `out` (n×n, must not alias `in`) and, when `nextOut` is not null, the
+// next-hop matrix (next[i][j] = first vertex after i on a shortest path with the fewest edges among
+// the shortest, j when i == j, −1 when j is unreachable; a hop-count workspace comes with it). The diagonal
+// of `in` is taken as 0. Pads n up to a multiple of `factor` with vertices that reach nothing (a workspace
+// from cudaMallocAsync when n is not a multiple). Enqueues on `stream` without synchronizing unless
+// `progress` is set, in which case it waits for each round (with the next one already queued) before
+// reporting it.
+cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,
+                cudaStream_t stream, const Progress& progress);
+
+// Fills `out` (n×n) with a random weighted digraph: each off-diagonal entry is an edge with
+// probability `density`, of weight uniform in [minWeight, maxWeight], else kInf; the diagonal is 0.
+// Depends only on `seed`.
+cudaError_t launchRandomGraph(int32_t* out, int64_t n, double density, int32_t minWeight, int32_t maxWeight,
+                              uint64_t seed, cudaStream_t stream);
+
+}  // namespace apsp
+}  // namespace ck

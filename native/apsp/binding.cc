@@ -1,0 +1,105 @@
+// N-API glue for all-pairs shortest paths: unwrap, re-check, launch, nothing else.
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "apsp/apsp.h"
+#include "apsp/methods.h"
+#include "core/args.h"
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/errors.h"
+
+namespace ck {
+
+namespace {
+
+void checkSquare(Napi::Env env, const DeviceBuffer& b, int64_t n, const char* name) {
+  if (b.dtype != Dtype::Int32) throw Napi::TypeError::New(env, std::string(name) + " must be int32");
+  if (static_cast<uint64_t>(n) * static_cast<uint64_t>(n) != b.length)
+    throw Napi::RangeError::New(env, std::string(name) + " must hold n·n elements");
+}
+
+// apspRun(dist, out, next | null, n, methodIndex, blockFactor, progress | undefined)
+Napi::Value apspRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& in = unwrapBuffer(info[0], "dist");
+  DeviceBuffer& out = unwrapBuffer(info[1], "out");
+  DeviceBuffer* next = nullptr;
+  if (info.Length() > 2 && !info[2].IsNull() && !info[2].IsUndefined()) next = &unwrapBuffer(info[2], "next");
+  const int64_t n = countArg(info, 3, "n");
+  const int method = intArg(info, 4, "method");
+  const int factor = intArg(info, 5, "blockFactor");
+  if (method < 0 || method >= apsp::kMethodCount)
+    throw Napi::RangeError::New(env, "method index out of range");
+  const apsp::Method& m = apsp::kMethods[method];
+  if (m.fixedFactor ? factor != m.fixedFactor : (factor < 1 || factor > apsp::kMaxBasicFactor))
+    throw Napi::RangeError::New(env, std::string("blockFactor is not valid for method ") + m.name);
+  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  checkSquare(env, in, n, "dist");
+  checkSquare(env, out, n, "out");
+  if (&in == &out) throw Napi::RangeError::New(env, "out must not be dist");
+  if (in.device != out.device) throw Napi::RangeError::New(env, "dist and out must be on the same device");
+  if (next) {
+    checkSquare(env, *next, n, "next");
+    if (next == &in || next == &out) throw Napi::RangeError::New(env, "next must not be dist or out");
+    if (next->device != in.device) throw Napi::RangeError::New(env, "next must be on the device of dist");
+  }
+  apsp::Progress progress;
+  if (info.Length() > 6 && !info[6].IsUndefined() && !info[6].IsNull()) {
+    if (!info[6].IsFunction()) throw Napi::TypeError::New(env, "progress must be a function");
+    Napi::Function fn = info[6].As<Napi::Function>();
+    progress = [env, fn](int done, int rounds) {
+      fn.Call({Napi::Number::New(env, done), Napi::Number::New(env, rounds)});
+    };
+  }
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(in.device);
+    const apsp::RoundFn round = next ? m.pathsRound : m.round;
+    const int roundFactor = next && m.pathsFactor ? m.pathsFactor : factor;
+    check(apsp::run(round, roundFactor, in.as<const int32_t>(), out.as<int32_t>(),
+                    next ? next->as<int32_t>() : nullptr, n, stream, progress),
+          (std::string("apsp ") + m.name).c_str());
+  });
+  return env.Undefined();
+}
+
+Napi::Value apspMethods(const Napi::CallbackInfo& info) {
+  auto names = Napi::Array::New(info.Env(), apsp::kMethodCount);
+  for (int i = 0; i < apsp::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), apsp::kMethods[i].name);
+  return names;
+}
+
+// apspRandomGraph(out, n, density, minWeight, maxWeight, seed)
+Napi::Value apspRandomGraph(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& out = unwrapBuffer(info[0], "out");
+  const int64_t n = countArg(info, 1, "n");
+  const double density = numberArg(info, 2, "density");
+  const int minWeight = intArg(info, 3, "minWeight");
+  const int maxWeight = intArg(info, 4, "maxWeight");
+  const int64_t seed = countArg(info, 5, "seed");
+  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  checkSquare(env, out, n, "out");
+  if (!(density >= 0 && density <= 1)) throw Napi::RangeError::New(env, "density must be in [0, 1]");
+  if (minWeight < 0 || maxWeight < minWeight || maxWeight >= apsp::kInf)
+    throw Napi::RangeError::New(env, "weights must satisfy 0 <= minWeight <= maxWeight < INF");
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(out.device);
+    check(apsp::launchRandomGraph(out.as<int32_t>(), n, density, minWeight, maxWeight,
+                                  static_cast<uint64_t>(seed), stream),
+          "apsp random graph");
+  });
+  return env.Undefined();
+}
+
+}  // namespace
+
+void registerApsp(Napi::Env env, Napi::Object exports) {
+  exports.Set("apspRun", Napi::Function::New(env, apspRun, "apspRun"));
+  exports.Set("apspMethods", Napi::Function::New(env, apspMethods, "apspMethods"));
+  exports.Set("apspRandomGraph", Napi::Function::New(env, apspRandomGraph, "apspRandomGraph"));
+}
+
+}  // namespace ck
