@@ -17,27 +17,33 @@ export function reportGflops(n: number, blockFactor: number, ms: number): number
 }
 
 /** The `apsp` benchmark family: every method at each size, checked against `shared` exactly. */
+const sizesFor = (ctx: BenchContext) => ctx.sizes ?? (ctx.quick ? [512, 2048] : [2048, 6144, 12288, 16384]);
+
 export const apspFamily: BenchFamily = {
   op: 'apsp',
   description: 'all-pairs shortest paths, blocked Floyd–Warshall (Grelax/s = n³/time/1e9)',
+  reference: 'shared',
+  // One progress step per size, whether or not basic is left out there.
+  plan: (ctx) => sizesFor(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
-    const sizes = ctx.sizes ?? (ctx.quick ? [512, 2048] : [2048, 6144, 12288, 16384]);
+    const sizes = sizesFor(ctx);
     const wanted = (ctx.methods ?? [...apspMethods]).filter((m) => (apspMethods as readonly string[]).includes(m));
     const rows: BenchRow[] = [];
     let basicAt: { n: number; ms: number } | undefined;
     for (const n of sizes) {
+      let leftOut = '';
       const methods = wanted.filter((m) => {
         if (m !== 'basic' || basicAt === undefined) return true;
         const predicted = basicAt.ms * (n / basicAt.n) ** 3;
         if (predicted <= BASIC_LIMIT_MS) return true;
-        ctx.progress(`apsp basic n=${n} left out: about ${(predicted / 1e3).toFixed(0)} s a run (over 10 s)`);
+        leftOut = ` (basic left out: about ${(predicted / 1e3).toFixed(0)} s a run, over 10 s)`;
         return false;
       });
+      ctx.progress(`apsp ${methods.join(', ') || 'nothing'} n=${n}${leftOut}`);
       if (methods.length === 0) continue;
       using g = randomGraph(n, { density: 0.05, minWeight: 1, maxWeight: 1000, seed: n + 17, device: ctx.device });
       // The textbook kernel is the reference; the tests compare every method with the CPU.
       using ref = apsp(g, n, { method: 'shared', validate: false });
-      ctx.progress(`apsp ${methods.join(', ')} n=${n}`);
       const batch = benchVariants(ctx, {
         op: 'apsp',
         size: `${n}`,
