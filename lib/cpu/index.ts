@@ -2,7 +2,7 @@
 export { atA } from './ata';
 export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
-export { stencil } from './stencil';
+export { stencil, type StencilOptions } from './stencil';
 export { apsp, type CpuApspResult } from './apsp';
 
 /** Any array-like of numbers: a typed array or a plain array. */
