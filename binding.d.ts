@@ -151,4 +151,49 @@ export interface NativeBinding {
     maxWeight: number,
     seed: number,
   ): void;
+
+  /**
+   * Floats of workspace a training step (`train`) or a forward pass of `batch` patterns needs.
+   * hidden: 0 sigmoid, 1 tanh, 2 relu; output: 0 sigmoid, 3 identity.
+   */
+  mlpWorkspace(
+    layers: number[],
+    hidden: number,
+    output: number,
+    batch: number,
+    streams: number,
+    train: boolean,
+  ): number;
+  /** One epoch of training in batches of `batch` patterns; adds the epoch's ½Σ(y − t)² to `error` (float64[1]). */
+  mlpTrainEpoch(
+    params: BufferHandle,
+    momentum: BufferHandle,
+    workspace: BufferHandle,
+    x: BufferHandle,
+    t: BufferHandle,
+    error: BufferHandle,
+    layers: number[],
+    hidden: number,
+    output: number,
+    patterns: number,
+    batch: number,
+    eta: number,
+    alpha: number,
+    method: number,
+    streams: number,
+  ): void;
+  /** Y = network(X) for `rows` patterns; with T, adds ½Σ(y − t)² to `error`. method: 0 custom, 1 cublas. */
+  mlpForward(
+    params: BufferHandle,
+    workspace: BufferHandle,
+    x: BufferHandle,
+    y: BufferHandle,
+    t: BufferHandle | null,
+    error: BufferHandle | null,
+    layers: number[],
+    hidden: number,
+    output: number,
+    rows: number,
+    method: number,
+  ): void;
 }

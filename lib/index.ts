@@ -54,6 +54,18 @@ export {
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
+export { Mlp, mlpMethods, type MlpMethod, type MlpOptions, type MlpRunOptions, type MlpInput } from './ops/mlp';
+export {
+  mlpActivations,
+  mlpOutputs,
+  type MlpActivation,
+  type MlpOutput,
+  type MlpSpec,
+  type MlpWeights,
+  type EpochResult,
+  type TrainOptions,
+  type PatternData,
+} from './cpu/mlp';
 export {
   readGraph,
   writeGraph,

@@ -4,6 +4,7 @@ export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
 export { stencil, type StencilOptions } from './stencil';
 export { apsp, type CpuApspResult } from './apsp';
+export { Mlp } from './mlp';
 
 /** Any array-like of numbers: a typed array or a plain array. */
 export type Numeric = ArrayLike<number>;

@@ -1,0 +1,331 @@
+import { checkArray, DeviceArray, empty, upload } from '../array';
+import {
+  checkPatterns,
+  checkTrainOptions,
+  type EpochResult,
+  type MlpActivation,
+  mlpInitialParameters,
+  type MlpOutput,
+  type MlpSpec,
+  type MlpWeights,
+  packWeights,
+  type ResolvedMlpSpec,
+  resolveMlpSpec,
+  type TrainOptions,
+  unpackWeights,
+} from '../cpu/mlp';
+import { checkDevice, cublasInfo } from '../device';
+import { checkInteger, rangeError, typeError } from '../errors';
+import { native } from '../native';
+import { EventTimer } from '../timing';
+
+/**
+ * The training variants, in the order of native/mlp/mlp.h's Method enum.
+ *
+ * - `custom`: the report's design — our tiled GEMM kernel with the bias, activation, output error
+ *   and derivative fused into it; the patterns of a batch split over `streams` CUDA streams, each
+ *   with its own gradient buffer, reduced in the update kernel; η and α in constant memory; the
+ *   targets read through the read-only data path; the error by warp-shuffle block reduction.
+ * - `cublas`: cublasSgemm (TF32 off) per layer with our fused bias+activation, output-error and
+ *   derivative kernels; with `streams` ≥ 2 the weight-gradient GEMMs run on a second stream beside
+ *   the input-gradient ones.
+ */
+export const mlpMethods = ['custom', 'cublas'] as const;
+
+/** A variant name, or `auto` (`cublas` where cuBLAS loads, else `custom`). */
+export type MlpMethod = (typeof mlpMethods)[number] | 'auto';
+
+const HIDDEN_CODE: Record<MlpActivation, number> = { sigmoid: 0, tanh: 1, relu: 2 };
+const OUTPUT_CODE: Record<MlpOutput, number> = { sigmoid: 0, identity: 3 };
+
+/** Options of the GPU {@link Mlp}: the network ({@link MlpSpec}) and how it runs. */
+export interface MlpOptions extends MlpSpec {
+  /** Variant (default `auto`). */
+  method?: MlpMethod;
+  /** CUDA streams, 1–8 (default 1); see {@link mlpMethods} for what each method does with them. */
+  streams?: number;
+  /** Device the network lives on (default 0). */
+  device?: number;
+}
+
+/** What `fromWeights` takes besides the weights. */
+export type MlpRunOptions = Omit<MlpOptions, 'layers' | 'activation' | 'output' | 'seed'>;
+
+/** Patterns on the host (converted to float32) or already on the device (float32). */
+export type MlpInput = DeviceArray<'float32'> | ArrayLike<number>;
+
+/**
+ * A multilayer network trained on the GPU by feed-forward and back-propagation with momentum:
+ * H_{l+1} = f(H_l·W_l + b_l); E = ½Σ(y − t)²; ΔW = −η·∂E/∂W + α·ΔW_prev; W += ΔW (biases alike).
+ * `cpu.Mlp` is the reference with the same specification and initialisation.
+ *
+ * Each epoch's `ms` is GPU time from CUDA events; `train` waits for each epoch to read its error.
+ *
+ * @example
+ * ```ts
+ * using net = new Mlp({ layers: [4, 8, 3], eta: 0.01, alpha: 0.9, seed: 7 });
+ * net.train(X, T, { epochs: 200, onEpoch: ({ epoch, error }) => console.log(epoch, error) });
+ * const y = net.predict(X); // Float32Array, P × 3
+ * ```
+ */
+export class Mlp {
+  /** Layer sizes [nIn, ...hidden, nOut]. */
+  readonly layers: readonly number[];
+  /** Hidden-layer activation. */
+  readonly activation: MlpActivation;
+  /** Output-layer activation. */
+  readonly output: MlpOutput;
+  /** Learning rate η (finite, ≥ 0). */
+  eta: number;
+  /** Momentum α (finite, ≥ 0). */
+  alpha: number;
+  /** The variant that runs (`auto` resolved). */
+  readonly method: (typeof mlpMethods)[number];
+  /** CUDA streams used by training. */
+  readonly streams: number;
+  /** The device holding the network. */
+  readonly device: number;
+  #params: DeviceArray<'float32'> | null = null;
+  #momentum: DeviceArray<'float32'> | null = null;
+  #error: DeviceArray<'float64'> | null = null;
+  #workspace: { array: DeviceArray<'float32'>; batch: number } | null = null;
+  #epochs = 0;
+
+  constructor(options: MlpOptions) {
+    const spec = resolveMlpSpec(options);
+    const method = options.method ?? 'auto';
+    if (method !== 'auto' && !(mlpMethods as readonly string[]).includes(method))
+      throw rangeError('options.method', `one of auto, ${mlpMethods.join(', ')}`, method);
+    this.method = method === 'auto' ? (cublasInfo().available ? 'cublas' : 'custom') : method;
+    this.streams = checkInteger('options.streams', options.streams ?? 1, 1, 8);
+    this.device = checkDevice(options.device ?? 0, 'options.device');
+    this.layers = spec.layers;
+    this.activation = spec.activation;
+    this.output = spec.output;
+    this.eta = spec.eta;
+    this.alpha = spec.alpha;
+    this.#allocate(mlpInitialParameters(spec));
+  }
+
+  #allocate(params: Float32Array): void {
+    try {
+      this.#params = upload(params, { device: this.device });
+      this.#momentum = empty('float32', params.length, { device: this.device }).fill(0);
+      this.#error = empty('float64', 1, { device: this.device });
+    } catch (e) {
+      this.free();
+      throw e;
+    }
+  }
+
+  /** A network on the GPU with the given weights (from `getWeights()`, either class's), momentum zero. */
+  static fromWeights(weights: MlpWeights, options: MlpRunOptions): Mlp {
+    const w = unpackWeights(weights);
+    if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
+    const net = new Mlp({ ...options, layers: w.layers, activation: w.activation, output: w.output });
+    net.#live().copyFrom(Float32Array.from(w.params));
+    return net;
+  }
+
+  /** True once {@link Mlp.free} has been called. */
+  get freed(): boolean {
+    return this.#params === null;
+  }
+
+  #live(): DeviceArray<'float32'> {
+    if (this.#params === null) throw new TypeError('this Mlp has been freed');
+    return this.#params;
+  }
+
+  #spec(): ResolvedMlpSpec {
+    const { layers, activation, output, eta, alpha } = this;
+    return { layers: [...layers], activation, output, eta, alpha, seed: 0 };
+  }
+
+  #args(): [number[], number, number] {
+    return [[...this.layers], HIDDEN_CODE[this.activation], OUTPUT_CODE[this.output]];
+  }
+
+  /**
+   * A device copy of the parameter vector, laid out W_0, b_0, W_1, b_1, … (W_l row-major n_l ×
+   * n_{l+1}); for comparing networks on the device without a trip through JSON.
+   */
+  copyParameters(): DeviceArray<'float32'> {
+    return this.#live().clone();
+  }
+
+  /** The weights as JSON-serialisable arrays (waits for the GPU). */
+  getWeights(): MlpWeights {
+    return packWeights(this.#spec(), this.#live().toHostSync());
+  }
+
+  /**
+   * Trains for `options.epochs` epochs over the P patterns of X (P × nIn) and T (P × nOut), row by
+   * row; returns each epoch's result (and passes it to `options.onEpoch`). Host data is uploaded once
+   * per call as float32.
+   */
+  train(X: MlpInput, T: MlpInput, options: TrainOptions): EpochResult[] {
+    const params = this.#live();
+    checkRate('eta', this.eta);
+    checkRate('alpha', this.alpha);
+    const { x, t, owned } = this.#inputs(X, T);
+    try {
+      const P = checkPatterns(this.layers, x, t);
+      const { epochs, batch } = checkTrainOptions(options, P);
+      const workspace = this.#trainingWorkspace(batch);
+      const error = this.#error as DeviceArray<'float64'>;
+      const timer = new EventTimer(this.device);
+      const results: EpochResult[] = [];
+      for (let e = 0; e < epochs; e++) {
+        error.fill(0);
+        timer.start();
+        native.mlpTrainEpoch(
+          params.handle(),
+          (this.#momentum as DeviceArray<'float32'>).handle(),
+          workspace.handle(),
+          x.handle('X'),
+          (t as DeviceArray<'float32'>).handle('T'),
+          error.handle(),
+          ...this.#args(),
+          P,
+          batch,
+          this.eta,
+          this.alpha,
+          mlpMethods.indexOf(this.method),
+          this.streams,
+        );
+        timer.stop();
+        const ms = timer.elapsedMs();
+        const r = { epoch: ++this.#epochs, error: error.toHostSync()[0], ms };
+        results.push(r);
+        options.onEpoch?.(r);
+      }
+      return results;
+    } finally {
+      for (const a of owned) a.free();
+    }
+  }
+
+  /** One pass of all patterns through the network; host in, host out (P × nOut, float32). */
+  predict(X: ArrayLike<number>): Float32Array;
+  /** One pass of all patterns through the network; device in, device out (P × nOut). */
+  predict(X: DeviceArray<'float32'>): DeviceArray<'float32'>;
+  predict(X: MlpInput): Float32Array | DeviceArray<'float32'> {
+    this.#live();
+    const { x, owned } = this.#inputs(X);
+    try {
+      const P = checkPatterns(this.layers, x);
+      const y = empty('float32', P * (this.layers.at(-1) as number), { device: this.device });
+      try {
+        this.#forward(x, y, null, P);
+      } catch (e) {
+        y.free();
+        throw e;
+      }
+      if (X instanceof DeviceArray) return y;
+      const host = y.toHostSync();
+      y.free();
+      return host;
+    } finally {
+      for (const a of owned) a.free();
+    }
+  }
+
+  /** ½Σ(y − t)² over all patterns with the current weights, without training. */
+  evaluate(X: MlpInput, T: MlpInput): number {
+    this.#live();
+    const { x, t, owned } = this.#inputs(X, T);
+    try {
+      const P = checkPatterns(this.layers, x, t);
+      using y = empty('float32', P * (this.layers.at(-1) as number), { device: this.device });
+      const error = this.#error as DeviceArray<'float64'>;
+      error.fill(0);
+      this.#forward(x, y, t as DeviceArray<'float32'>, P);
+      return error.toHostSync()[0];
+    } finally {
+      for (const a of owned) a.free();
+    }
+  }
+
+  #forward(x: DeviceArray<'float32'>, y: DeviceArray<'float32'>, t: DeviceArray<'float32'> | null, P: number): void {
+    const floats = native.mlpWorkspace(...this.#args(), P, 1, false);
+    using ws = empty('float32', Math.max(1, floats), { device: this.device });
+    native.mlpForward(
+      this.#live().handle(),
+      ws.handle(),
+      x.handle('X'),
+      y.handle(),
+      t ? t.handle('T') : null,
+      t ? (this.#error as DeviceArray<'float64'>).handle() : null,
+      ...this.#args(),
+      P,
+      mlpMethods.indexOf(this.method),
+    );
+  }
+
+  // Device arrays for X and T: the caller's when they are on this device, else uploaded copies
+  // (listed in `owned`, freed by the caller).
+  #inputs(
+    X: MlpInput,
+    T?: MlpInput,
+  ): { x: DeviceArray<'float32'>; t: DeviceArray<'float32'> | undefined; owned: DeviceArray[] } {
+    const owned: DeviceArray[] = [];
+    try {
+      const x = this.#input('X', X, owned);
+      const t = T === undefined ? undefined : this.#input('T', T, owned);
+      return { x, t, owned };
+    } catch (e) {
+      for (const a of owned) a.free();
+      throw e;
+    }
+  }
+
+  #input(name: string, value: MlpInput, owned: DeviceArray[]): DeviceArray<'float32'> {
+    if (value instanceof DeviceArray) {
+      checkArray(name, value, 'float32');
+      if (value.device !== this.device) throw rangeError(name, `on device ${this.device}`, `device ${value.device}`);
+      return value;
+    }
+    const isTyped = ArrayBuffer.isView(value) && !(value instanceof DataView);
+    if (!Array.isArray(value) && !isTyped)
+      throw typeError(name, 'a float32 DeviceArray, a typed array or an array of numbers', value);
+    const host = value instanceof Float32Array ? value : Float32Array.from(value as ArrayLike<number>);
+    // An empty input is uploaded too (as a 0-element array) so that checkPatterns gives its error.
+    const arr =
+      host.length === 0 ? empty('float32', 0, { device: this.device }) : upload(host, { device: this.device });
+    owned.push(arr);
+    return arr;
+  }
+
+  #trainingWorkspace(batch: number): DeviceArray<'float32'> {
+    if (this.#workspace?.batch === batch) return this.#workspace.array;
+    this.#workspace?.array.free();
+    this.#workspace = null;
+    const floats = native.mlpWorkspace(...this.#args(), batch, this.streams, true);
+    this.#workspace = { array: empty('float32', floats, { device: this.device }), batch };
+    return this.#workspace.array;
+  }
+
+  /** Releases the network's device memory now. Idempotent. */
+  free(): void {
+    for (const a of [this.#params, this.#momentum, this.#error, this.#workspace?.array]) a?.free();
+    this.#params = this.#momentum = this.#error = null;
+    this.#workspace = null;
+  }
+
+  /** Frees the network at the end of a `using` block. */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+
+  toString(): string {
+    return `Mlp[${this.layers.join(', ')}] ${this.activation}/${this.output} (${this.method}) on device ${this.device}${
+      this.freed ? ' (freed)' : ''
+    }`;
+  }
+}
+
+function checkRate(name: string, value: unknown): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+    throw rangeError(name, 'a finite number ≥ 0', value);
+}

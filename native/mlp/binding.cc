@@ -1,0 +1,159 @@
+// N-API glue for the multilayer network: unwrap, re-check, call the launcher, nothing else.
+#include <napi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/args.h"
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "mlp/mlp.h"
+
+namespace ck {
+
+namespace {
+
+constexpr int64_t kMaxDim = 2147483647;  // cuBLAS and the launch grids take int dimensions
+
+mlp::Net netArg(const Napi::CallbackInfo& info, size_t i, size_t hiddenAt, size_t outputAt) {
+  Napi::Env env = info.Env();
+  if (info.Length() <= i || !info[i].IsArray()) throw Napi::TypeError::New(env, "layers must be an array");
+  Napi::Array a = info[i].As<Napi::Array>();
+  if (a.Length() < 2) throw Napi::RangeError::New(env, "layers must have at least 2 entries");
+  mlp::Net net;
+  for (uint32_t k = 0; k < a.Length(); ++k) {
+    Napi::Value v = a.Get(k);
+    const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : NAN;
+    if (!(d >= 1 && d <= static_cast<double>(kMaxDim)) || std::floor(d) != d)
+      throw Napi::RangeError::New(env, "layers must hold integers from 1 to 2^31 - 1");
+    net.sizes.push_back(static_cast<int64_t>(d));
+  }
+  const int hidden = intArg(info, hiddenAt, "hidden"), output = intArg(info, outputAt, "output");
+  if (hidden < mlp::kSigmoid || hidden > mlp::kRelu)
+    throw Napi::RangeError::New(env, "hidden activation out of range");
+  if (output != mlp::kSigmoid && output != mlp::kIdentity)
+    throw Napi::RangeError::New(env, "output activation out of range");
+  net.hidden = static_cast<mlp::Activation>(hidden);
+  net.output = static_cast<mlp::Activation>(output);
+  return net;
+}
+
+void checkFloat32(Napi::Env env, const DeviceBuffer& b, uint64_t length, int device, const char* name) {
+  if (b.dtype != Dtype::Float32) throw Napi::TypeError::New(env, std::string(name) + " must be float32");
+  if (b.length != length) throw Napi::RangeError::New(env, std::string(name) + " has the wrong length");
+  if (b.device != device) throw Napi::RangeError::New(env, std::string(name) + " is on another device");
+}
+
+int methodArg(const Napi::CallbackInfo& info, size_t i) {
+  const int m = intArg(info, i, "method");
+  if (m != mlp::kCustom && m != mlp::kCublas)
+    throw Napi::RangeError::New(info.Env(), "method index out of range");
+  return m;
+}
+
+int streamsArg(const Napi::CallbackInfo& info, size_t i) {
+  const int s = intArg(info, i, "streams");
+  if (s < 1 || s > mlp::kMaxStreams) throw Napi::RangeError::New(info.Env(), "streams must be in [1, 8]");
+  return s;
+}
+
+// mlpWorkspace(layers, hidden, output, batch, streams, train) -> floats
+Napi::Value mlpWorkspace(const Napi::CallbackInfo& info) {
+  const mlp::Net net = netArg(info, 0, 1, 2);
+  const int64_t batch = countArg(info, 3, "batch");
+  const int streams = streamsArg(info, 4);
+  const bool train = info.Length() > 5 && info[5].ToBoolean().Value();
+  return Napi::Number::New(info.Env(), static_cast<double>(mlp::workspaceFloats(net, batch, streams, train)));
+}
+
+// mlpTrainEpoch(params, momentum, workspace, X, T, error, layers, hidden, output, patterns, batch,
+//               eta, alpha, method, streams)
+Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& params = unwrapBuffer(info[0], "params");
+  DeviceBuffer& momentum = unwrapBuffer(info[1], "momentum");
+  DeviceBuffer& workspace = unwrapBuffer(info[2], "workspace");
+  DeviceBuffer& X = unwrapBuffer(info[3], "X");
+  DeviceBuffer& T = unwrapBuffer(info[4], "T");
+  DeviceBuffer& error = unwrapBuffer(info[5], "error");
+  const mlp::Net net = netArg(info, 6, 7, 8);
+  const int64_t patterns = countArg(info, 9, "patterns"), batch = countArg(info, 10, "batch");
+  const double eta = numberArg(info, 11, "eta"), alpha = numberArg(info, 12, "alpha");
+  const int method = methodArg(info, 13);
+  const int streams = streamsArg(info, 14);
+  if (patterns < 1 || patterns > kMaxDim)
+    throw Napi::RangeError::New(env, "patterns must be in [1, 2^31 - 1]");
+  if (batch < 1 || batch > patterns) throw Napi::RangeError::New(env, "batch must be in [1, patterns]");
+  if (!std::isfinite(eta) || !std::isfinite(alpha))
+    throw Napi::RangeError::New(env, "eta and alpha must be finite");
+  const int device = params.device;
+  const uint64_t u = static_cast<uint64_t>(patterns);
+  checkFloat32(env, params, static_cast<uint64_t>(net.parameterCount()), device, "params");
+  checkFloat32(env, momentum, static_cast<uint64_t>(net.parameterCount()), device, "momentum");
+  checkFloat32(env, X, u * static_cast<uint64_t>(net.sizes.front()), device, "X");
+  checkFloat32(env, T, u * static_cast<uint64_t>(net.sizes.back()), device, "T");
+  const int64_t need = mlp::workspaceFloats(net, batch, streams, true);
+  if (workspace.dtype != Dtype::Float32 || workspace.length < static_cast<uint64_t>(need) ||
+      workspace.device != device)
+    throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");
+  if (error.dtype != Dtype::Float64 || error.length != 1 || error.device != device)
+    throw Napi::RangeError::New(env, "error must be one float64 on the device of params");
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(device);
+    const mlp::Buffers buf{params.as<float>(), momentum.as<float>(), workspace.as<float>(),
+                           error.as<double>()};
+    mlp::trainEpoch(net, buf, X.as<const float>(), T.as<const float>(), patterns, batch,
+                    static_cast<float>(eta), static_cast<float>(alpha), static_cast<mlp::Method>(method),
+                    streams, stream);
+  });
+  return env.Undefined();
+}
+
+// mlpForward(params, workspace, X, Y, T | null, error | null, layers, hidden, output, rows, method)
+Napi::Value mlpForward(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& params = unwrapBuffer(info[0], "params");
+  DeviceBuffer& workspace = unwrapBuffer(info[1], "workspace");
+  DeviceBuffer& X = unwrapBuffer(info[2], "X");
+  DeviceBuffer& Y = unwrapBuffer(info[3], "Y");
+  const bool withTargets = info.Length() > 4 && !info[4].IsNull() && !info[4].IsUndefined();
+  DeviceBuffer* T = withTargets ? &unwrapBuffer(info[4], "T") : nullptr;
+  DeviceBuffer* error = withTargets ? &unwrapBuffer(info[5], "error") : nullptr;
+  const mlp::Net net = netArg(info, 6, 7, 8);
+  const int64_t rows = countArg(info, 9, "rows");
+  const int method = methodArg(info, 10);
+  if (rows < 1 || rows > kMaxDim) throw Napi::RangeError::New(env, "rows must be in [1, 2^31 - 1]");
+  const int device = params.device;
+  const uint64_t u = static_cast<uint64_t>(rows);
+  checkFloat32(env, params, static_cast<uint64_t>(net.parameterCount()), device, "params");
+  checkFloat32(env, X, u * static_cast<uint64_t>(net.sizes.front()), device, "X");
+  checkFloat32(env, Y, u * static_cast<uint64_t>(net.sizes.back()), device, "Y");
+  if (&Y == &X || &Y == &params) throw Napi::RangeError::New(env, "Y must not be X or params");
+  if (T) checkFloat32(env, *T, u * static_cast<uint64_t>(net.sizes.back()), device, "T");
+  if (error && (error->dtype != Dtype::Float64 || error->length != 1 || error->device != device))
+    throw Napi::RangeError::New(env, "error must be one float64 on the device of params");
+  const int64_t need = mlp::workspaceFloats(net, rows, 1, false);
+  if (workspace.dtype != Dtype::Float32 || workspace.length < static_cast<uint64_t>(need) ||
+      workspace.device != device)
+    throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(device);
+    const mlp::Buffers buf{params.as<float>(), nullptr, workspace.as<float>(),
+                           error ? error->as<double>() : nullptr};
+    mlp::forward(net, buf, X.as<const float>(), Y.as<float>(), T ? T->as<const float>() : nullptr, rows,
+                 static_cast<mlp::Method>(method), stream);
+  });
+  return env.Undefined();
+}
+
+}  // namespace
+
+void registerMlp(Napi::Env env, Napi::Object exports) {
+  exports.Set("mlpWorkspace", Napi::Function::New(env, mlpWorkspace, "mlpWorkspace"));
+  exports.Set("mlpTrainEpoch", Napi::Function::New(env, mlpTrainEpoch, "mlpTrainEpoch"));
+  exports.Set("mlpForward", Napi::Function::New(env, mlpForward, "mlpForward"));
+}
+
+}  // namespace ck
