@@ -3,7 +3,19 @@ const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
 module.exports = tseslint.config(
-  { ignores: ['dist/', 'build/', 'prebuilds/', 'node_modules/', 'docs/', 'wip/', 'coverage/', '.gpu-bundle/'] },
+  {
+    ignores: [
+      'dist/',
+      'build/',
+      'prebuilds/',
+      'node_modules/',
+      'docs/',
+      'wip/',
+      'coverage/',
+      '.gpu-bundle/',
+      '.gpu-*/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

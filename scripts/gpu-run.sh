@@ -2,7 +2,7 @@
 # Runs on a GPU host that has CUDA but no Node.js (see gpu-bundle.sh): unpacks the bundle, then
 # runs the requested steps, writing logs and result files into OUTDIR.
 #
-#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [bench]
+#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [bench] [torch]
 #
 # CK_BENCH_ARGS   arguments for `cuda-kernels bench` (default: all)
 # CK_JEST_ARGS    extra jest arguments (e.g. a test path) for the test and sanitize steps
@@ -69,6 +69,11 @@ for step in $steps; do
       for f in "$out"/results/*.json; do
         cmp -s "$f" "bench/results/$(basename "$f")" && rm -f "$f"
       done
+      ;;
+    torch)
+      # PyTorch's epoch time for the MLP benchmark's nets on this GPU (bench/dev/mlp/torch_mlp.py).
+      python3 bench/dev/mlp/torch_mlp.py ${CK_TORCH_ARGS:-} > "$out/torch-mlp.log" 2>&1
+      note "torch mlp: exit $? (torch-mlp.log)"
       ;;
     *) note "unknown step $step" ;;
   esac

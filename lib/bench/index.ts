@@ -3,6 +3,7 @@ import { apspFamily } from './apsp';
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
+import { mlpFamily } from './mlp';
 import { scanFamily } from './scan';
 import { stencilFamily } from './stencil';
 import type { BenchFamily } from './harness';
@@ -14,6 +15,7 @@ export const families: Record<string, BenchFamily> = {
   scan: scanFamily,
   stencil: stencilFamily,
   apsp: apspFamily,
+  mlp: mlpFamily,
 };
 
 export * from './harness';
