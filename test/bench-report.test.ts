@@ -155,7 +155,17 @@ describe('charts', () => {
     ) as { layer: { encoding: Record<string, { scale?: { type: string } }> }[]; title: { subtitle: string[] } };
     expect(spec.title.subtitle).toEqual(['not charted (not square): 1000000x64']);
     expect(spec.layer[0].encoding.x.scale?.type).toBe('linear');
-    expect(chartSpec([row('mlp', 'cublas', '784-1024-10', 1, 1)], { title: 'mlp' })).toBeUndefined();
+    // Sizes that are not numbers (the MLP's layer lists) get one bar panel per size instead.
+    const bars = chartSpec(
+      [row('mlp', 'cublas', '[784,1024,10]x600', 1, 1), row('mlp', 'custom', '[784,1024,10]x600', 2, 0.5)],
+      { title: 'mlp' },
+    ) as { facet: { field: string }; spec: { mark: { type: string } }; data: { values: unknown[] } };
+    expect(bars.facet.field).toBe('size');
+    expect(bars.spec.mark.type).toBe('bar');
+    expect(bars.data.values).toHaveLength(2);
+    expect(
+      chartSpec([{ ...row('mlp', 'cublas', '[784,10]x6', 1, 1), check: 'fail' }], { title: 'mlp' }),
+    ).toBeUndefined();
     const scan = chartSpec(
       rows.filter((r) => r.op === 'scan'),
       { title: 'scan', copyRate: 3000 },

@@ -59,7 +59,7 @@ const spans = (values: number[], ratio: number) => Math.max(...values) / Math.mi
  */
 export function chartSpec(rows: readonly BenchRow[], opts: ChartOptions): Record<string, unknown> | undefined {
   const { points: data, left } = points(rows);
-  if (data.length === 0) return undefined;
+  if (data.length === 0) return barSpec(rows, opts);
   const xs = data.map((p) => p.x);
   const rates = data.map((p) => p.rate);
   if (opts.copyRate) rates.push(opts.copyRate);
@@ -228,4 +228,42 @@ export async function writeChart(
   const pngFile = path.join(dir, `${name}.png`);
   fs.writeFileSync(pngFile, png);
   return { svg: svgFile, png: pngFile };
+}
+
+/**
+ * For a family whose sizes are not numbers (the MLP's layer lists): one panel per size, one bar per
+ * method, the rate on a linear axis. Undefined when no row is usable.
+ */
+function barSpec(rows: readonly BenchRow[], opts: ChartOptions): Record<string, unknown> | undefined {
+  const data = rows
+    .filter((r) => r.check !== 'fail' && r.rate > 0)
+    .map((r) => ({ method: r.method, size: r.size, rate: r.rate, ms: r.ms }));
+  if (data.length === 0) return undefined;
+  const unit = rows.find((r) => r.rate > 0)?.unit ?? 'rate';
+  const methods = [...new Set(data.map((p) => p.method))];
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: { text: opts.title, subtitle: opts.subtitle ?? '', anchor: 'start', fontSize: 15, subtitleFontSize: 12 },
+    background: 'white',
+    padding: 12,
+    data: { values: data },
+    facet: { field: 'size', type: 'nominal', title: null, header: { labelFontSize: 13 } },
+    columns: 2,
+    spec: {
+      width: 330,
+      height: 220,
+      mark: { type: 'bar' },
+      encoding: {
+        x: { field: 'method', type: 'nominal', title: null, sort: methods, axis: { labelAngle: -35 } },
+        y: { field: 'rate', type: 'quantitative', title: unit, scale: { zero: true }, axis: { format: '~s' } },
+        color: { field: 'method', type: 'nominal', title: 'method', sort: methods },
+        tooltip: [{ field: 'method' }, { field: 'size' }, { field: 'ms' }, { field: 'rate' }],
+      },
+    },
+    config: {
+      font: 'sans-serif',
+      axis: { labelFontSize: 11, titleFontSize: 12 },
+      legend: { labelFontSize: 12, titleFontSize: 12 },
+    },
+  };
 }
