@@ -45,6 +45,7 @@ export {
   apspMethods,
   apspBlockFactor,
   apspRounds,
+  apspMultiSchemes,
   reconstructPath,
   randomGraph,
   INF,
@@ -54,6 +55,7 @@ export {
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
+export { canAccessPeer, enablePeerAccess, peerCopy, copyViaHost, type PeerCopyOptions } from './peer';
 export {
   readGraph,
   writeGraph,

@@ -1,8 +1,10 @@
 // The benchmark registry: every family plugs its BenchFamily in here.
 import { apspFamily } from './apsp';
+import { apspMultiFamily } from './apsp-multi';
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
+import { peerFamily } from './peer';
 import { scanFamily } from './scan';
 import { stencilFamily } from './stencil';
 import type { BenchFamily } from './harness';
@@ -14,6 +16,8 @@ export const families: Record<string, BenchFamily> = {
   scan: scanFamily,
   stencil: stencilFamily,
   apsp: apspFamily,
+  peer: peerFamily,
+  'apsp-multi': apspMultiFamily,
 };
 
 export * from './harness';
