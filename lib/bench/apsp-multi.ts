@@ -20,7 +20,7 @@ export function gpuCounts(available: number): number[] {
 const SCHEMES = ['band', 'replicated'] as const;
 
 export const apspMultiFamily: BenchFamily = {
-  op: 'apsp-multi',
+  op: 'apsp',
   description: 'all-pairs shortest paths on several GPUs (Grelax/s = n³/time/1e9; rows are op apsp with gpus)',
   // One step per size and GPU count.
   plan: (ctx) => sizesFor(ctx).length * gpuCounts(deviceCount()).length,
