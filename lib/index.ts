@@ -55,7 +55,7 @@ export {
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
-export { canAccessPeer, enablePeerAccess, peerCopy, copyViaHost, type PeerCopyOptions } from './peer';
+export { canAccessPeer, enablePeerAccess, peerCopy, copyViaHost, type PeerCopyOptions } from './ops/peer';
 export {
   readGraph,
   writeGraph,

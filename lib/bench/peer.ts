@@ -3,7 +3,7 @@
 import { empty, upload } from '../array';
 import { firstMismatch } from '../cpu/index';
 import { deviceCount } from '../device';
-import { canAccessPeer, copyViaHost, enablePeerAccess, peerCopy } from '../peer';
+import { canAccessPeer, copyViaHost, enablePeerAccess, peerCopy } from '../ops/peer';
 import { type BenchContext, type BenchFamily, median, timeInterleaved } from './harness';
 import type { BenchRow } from './results';
 

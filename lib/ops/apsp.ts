@@ -3,7 +3,7 @@ import { INF } from '../cpu/apsp';
 import { checkDevice } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
-import { canAccessPeer, checkDeviceIndex, peerCopy } from '../peer';
+import { canAccessPeer, checkDeviceIndex, peerCopy } from './peer';
 import { reduce } from './scan';
 
 export { INF };

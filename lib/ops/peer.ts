@@ -1,8 +1,8 @@
 // Several GPUs: peer access between devices and copies between them.
-import { checkArray, type DeviceArray, type Dtype } from './array';
-import { deviceCount } from './device';
-import { checkInteger, rangeError } from './errors';
-import { native } from './native';
+import { checkArray, type DeviceArray, type Dtype } from '../array';
+import { deviceCount } from '../device';
+import { checkInteger, rangeError } from '../errors';
+import { native } from '../native';
 
 /**
  * Checks a device index for the multi-GPU functions: an integer ≥ 0 (else a TypeError or RangeError)
