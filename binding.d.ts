@@ -142,6 +142,18 @@ export interface NativeBinding {
     progress?: (done: number, rounds: number) => void,
   ): void;
   apspMethods(): string[];
+  /**
+   * All-pairs shortest paths of `dist` into `out` (on devices[0]) across `devices`: scheme 0 the row
+   * bands, 1 replicated; round transfers through pinned host memory when `viaHost`. Waits for the GPUs.
+   */
+  apspRunMulti(
+    dist: BufferHandle,
+    out: BufferHandle,
+    n: number,
+    devices: number[],
+    scheme: 0 | 1,
+    viaHost: boolean,
+  ): void;
   /** Random n×n weight matrix into `out`: edges with probability `density`, weights in [minWeight, maxWeight]. */
   apspRandomGraph(
     out: BufferHandle,
@@ -195,5 +207,18 @@ export interface NativeBinding {
     output: number,
     rows: number,
     method: number,
+  ): void;
+  /** Whether device `a` can access device `b`'s memory. */
+  peerCanAccess(a: number, b: number): boolean;
+  /** Enables peer access between `a` and `b`, both directions; idempotent. */
+  peerEnable(a: number, b: number): void;
+  /** Asynchronous copy of `count` elements between any two devices, direct or staged through the host. */
+  peerCopy(
+    dst: BufferHandle,
+    src: BufferHandle,
+    dstOffset: number,
+    srcOffset: number,
+    count: number,
+    viaHost: boolean,
   ): void;
 }

@@ -45,6 +45,7 @@ export {
   apspMethods,
   apspBlockFactor,
   apspRounds,
+  apspMultiSchemes,
   reconstructPath,
   randomGraph,
   INF,
@@ -66,6 +67,7 @@ export {
   type TrainOptions,
   type PatternData,
 } from './cpu/mlp';
+export { canAccessPeer, enablePeerAccess, peerCopy, copyViaHost, type PeerCopyOptions } from './ops/peer';
 export {
   readGraph,
   writeGraph,

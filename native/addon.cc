@@ -15,6 +15,7 @@ void registerScan(Napi::Env env, Napi::Object exports);
 void registerStencil(Napi::Env env, Napi::Object exports);
 void registerApsp(Napi::Env env, Napi::Object exports);
 void registerMlp(Napi::Env env, Napi::Object exports);
+void registerPeer(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -30,6 +31,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerStencil(env, exports);
   ck::registerApsp(env, exports);
   ck::registerMlp(env, exports);
+  ck::registerPeer(env, exports);
   return exports;
 }
 

@@ -64,6 +64,7 @@ export const apspFamily: BenchFamily = {
         const bf = apspBlockFactor(r.method as (typeof apspMethods)[number], n);
         r.note = `${r.note}; block factor ${bf}; report's GFLOPS (10+4·BF)·(N/BF)·N²/t = ${reportGflops(n, bf, r.ms).toFixed(0)}`;
         if (r.method === 'basic') basicAt = { n, ms: r.ms };
+        r.gpus = 1;
       }
       rows.push(...batch);
     }

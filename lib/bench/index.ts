@@ -1,9 +1,11 @@
 // The benchmark registry: every family plugs its BenchFamily in here.
 import { apspFamily } from './apsp';
+import { apspMultiFamily } from './apsp-multi';
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
 import { mlpFamily } from './mlp';
+import { peerFamily } from './peer';
 import { scanFamily } from './scan';
 import { stencilFamily } from './stencil';
 import type { BenchFamily } from './harness';
@@ -16,6 +18,8 @@ export const families: Record<string, BenchFamily> = {
   stencil: stencilFamily,
   apsp: apspFamily,
   mlp: mlpFamily,
+  peer: peerFamily,
+  'apsp-multi': apspMultiFamily,
 };
 
 export * from './harness';

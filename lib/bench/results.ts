@@ -22,6 +22,8 @@ export interface BenchRow {
   check: 'ok' | 'fail' | 'skipped';
   /** Anything a reader needs to interpret the row (reference used, floor, ...). */
   note?: string;
+  /** GPUs the measurement used, where that is part of it (multi-GPU `apsp` and `peer` rows; 1 for single-GPU baselines). */
+  gpus?: number;
 }
 
 export interface BenchFile {

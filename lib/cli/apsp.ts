@@ -96,7 +96,7 @@ export function apspCommand(
   let t0 = process.hrtime.bigint();
   const { n, matrix } = readGraph(input, { format: inputFormat });
   const readS = seconds(t0);
-  const resolved = method === 'auto' ? 'fast' : method;
+  const resolved = method === 'auto' || method === 'replicated' ? 'fast' : method;
   const factor = apspBlockFactor(resolved, n, opts.blockFactor);
   const rounds = Math.ceil(n / factor);
   const gpu = deviceProperties(opts.device).name;

@@ -3,6 +3,7 @@ import { INF } from '../cpu/apsp';
 import { checkDevice } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
+import { canAccessPeer, checkDeviceIndex, peerCopy } from './peer';
 import { reduce } from './scan';
 
 export { INF };
@@ -24,8 +25,17 @@ export const APSP_MAX_N = 131072;
  */
 export const apspMethods = ['basic', 'shared', 'fast'] as const;
 
-/** A variant name, or `auto` (`fast`). */
-export type ApspMethod = (typeof apspMethods)[number] | 'auto';
+/**
+ * A variant name, `auto` (`fast`), or `replicated`: with several {@link ApspOptions.devices}, the
+ * APSP report's multi-GPU scheme (see {@link apsp}); on one device it is `fast`.
+ */
+export type ApspMethod = (typeof apspMethods)[number] | 'auto' | 'replicated';
+
+/**
+ * The multi-GPU schemes of {@link apsp} with several devices: `band` (method `auto` or `fast`) and
+ * `replicated` (method `replicated`).
+ */
+export const apspMultiSchemes = ['band', 'replicated'] as const;
 
 const FIXED_FACTOR: Record<(typeof apspMethods)[number], number> = { basic: 0, shared: 32, fast: 128 };
 
@@ -74,6 +84,19 @@ export interface ApspOptions {
    * that wait for the GPU. Pass false for inputs known to be valid.
    */
   validate?: boolean;
+  /**
+   * Run on these devices (distinct indices; `dist` may be on any device). The result is on
+   * `devices[0]` (and `out`, if given, must be there). One device runs the single-GPU method there;
+   * several split the work by row bands (see {@link apsp}) with the `fast` kernels, and take methods
+   * `auto`, `fast` or `replicated` only, without `paths` or `onRound`.
+   */
+  devices?: readonly number[];
+  /**
+   * How GPUs exchange data each round with several devices: `peer` (device to device, peer access
+   * enabled for every pair), `host` (through pinned host memory) or `auto` (default: `peer` where
+   * every pair of devices can access each other, else `host`, with a warning the first time).
+   */
+  transfer?: 'auto' | 'peer' | 'host';
 }
 
 /**
@@ -96,6 +119,18 @@ export interface ApspResult {
  *
  * With `paths: true` it returns `{ dist, next }`; rebuild a path with {@link reconstructPath}.
  *
+ * Several GPUs (`devices: [0, 1, …]`, `fast` kernels, block factor 128): with the default method each
+ * device owns a band of 128-row tile rows (bands differ by at most one tile row; devices beyond the
+ * number of tile rows get none). Each round the owner of the pivot tile row closes the pivot block,
+ * computes the pivot row panel and sends that 128×n panel to every other device; every device then
+ * updates its part of the pivot column and the rest of its band. The next round's owner updates its
+ * next pivot row first and computes and sends the next panel on a high-priority stream while the rest
+ * of its band is updated (look-ahead), so the transfers hide behind the work. Method `replicated` is
+ * the APSP report's scheme: every device holds the whole matrix, repeats phases 1 and 2, updates its
+ * band in phase 3 and sends the band to every other device each round — for comparison. Either way
+ * the result is a new array on `devices[0]` (or `out` there), equal to the single-GPU result, and the
+ * call returns when the GPUs are done. See {@link ApspOptions.transfer} for how devices exchange data.
+ *
  * @example
  * ```ts
  * const w = new Int32Array(n * n).fill(INF); // then set w[i * n + j] for each edge
@@ -103,6 +138,7 @@ export interface ApspResult {
  * using d = apsp(g, n);                      // method 'auto'
  * const { dist, next } = apsp(g, n, { paths: true });
  * const route = reconstructPath(await next.toHost(), 0, n - 1);
+ * using all4 = apsp(g, n, { devices: [0, 1, 2, 3] }); // on device 0
  * ```
  */
 export function apsp(
@@ -122,10 +158,15 @@ export function apsp(
   if (n * n !== dist.length) throw rangeError('dist', `n·n = ${n * n} elements long`, `${dist.length} elements`);
   if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
   const method = options.method ?? 'auto';
-  if (method !== 'auto' && !(apspMethods as readonly string[]).includes(method)) {
-    throw rangeError('options.method', `one of auto, ${apspMethods.join(', ')}`, method);
+  if (method !== 'auto' && method !== 'replicated' && !(apspMethods as readonly string[]).includes(method)) {
+    throw rangeError('options.method', `one of auto, ${apspMethods.join(', ')}, replicated`, method);
   }
-  const resolved = method === 'auto' ? 'fast' : method;
+  if (options.devices !== undefined) {
+    const devices = checkDevices(options.devices);
+    if (devices.length > 1) return apspMulti(dist, n, devices, method, options);
+    if (devices[0] !== dist.device) return apspElsewhere(dist, n, devices[0], options);
+  }
+  const resolved = method === 'auto' || method === 'replicated' ? 'fast' : method;
   const factor = apspBlockFactor(resolved, n, options.blockFactor);
   const paths = options.paths ?? false;
   if (typeof paths !== 'boolean') throw typeError('options.paths', 'a boolean', paths);
@@ -142,12 +183,7 @@ export function apsp(
     if (out === dist)
       throw new RangeError('options.out must not be dist: the input is read while the output is written');
   }
-  if (validate) {
-    const lo = reduce(dist, 'min');
-    if (lo < 0) throw rangeError('dist', `a weight matrix with weights in [0, INF] (no negative weights)`, lo);
-    const hi = reduce(dist, 'max');
-    if (hi > INF) throw rangeError('dist', `a weight matrix with weights in [0, INF = ${INF}]`, hi);
-  }
+  if (validate) validateWeights(dist);
   const owned = out === undefined;
   out ??= empty('int32', n * n, { device: dist.device, shape: [n, n] });
   let next: DeviceArray<'int32'> | undefined;
@@ -168,6 +204,104 @@ export function apsp(
     throw e;
   }
   return next ? { dist: out, next } : out;
+}
+
+function checkDevices(value: unknown): number[] {
+  if (!Array.isArray(value)) throw typeError('options.devices', 'an array of device indices', value);
+  if (value.length === 0) throw rangeError('options.devices', 'at least one device index', 'an empty array');
+  const devices = value.map((d, i) => checkDeviceIndex(`options.devices[${i}]`, d));
+  if (new Set(devices).size !== devices.length) {
+    throw rangeError('options.devices', 'distinct device indices', `[${devices.join(', ')}]`);
+  }
+  return devices;
+}
+
+let warnedHost = false;
+
+/** Whether the multi-GPU run must go through the host (`transfer`, or a pair without peer access). */
+function viaHostFor(transfer: unknown, devices: readonly number[]): boolean {
+  if (transfer === 'host') return true;
+  if (transfer === 'peer') return false;
+  if (transfer !== 'auto') throw rangeError('options.transfer', 'one of auto, peer, host', transfer);
+  const blocked: string[] = [];
+  for (const a of devices)
+    for (const b of devices) if (a < b && !(canAccessPeer(a, b) && canAccessPeer(b, a))) blocked.push(`${a}↔${b}`);
+  if (blocked.length === 0) return false;
+  if (!warnedHost) {
+    warnedHost = true;
+    process.emitWarning(
+      `apsp: devices ${blocked.join(', ')} cannot access each other's memory; multi-GPU runs copy through the host`,
+      { code: 'CK_PEER_UNAVAILABLE' },
+    );
+  }
+  return true;
+}
+
+/** One device that is not dist's: a copy of dist there, then the single-GPU run. */
+function apspElsewhere(
+  dist: DeviceArray<'int32'>,
+  n: number,
+  device: number,
+  options: ApspOptions,
+): DeviceArray<'int32'> | ApspResult {
+  using local = empty('int32', n * n, { device, shape: [n, n] });
+  peerCopy(local, dist);
+  return apsp(local, n, { ...options, devices: undefined });
+}
+
+function apspMulti(
+  dist: DeviceArray<'int32'>,
+  n: number,
+  devices: number[],
+  method: ApspMethod,
+  options: ApspOptions,
+): DeviceArray<'int32'> {
+  if (method !== 'auto' && method !== 'fast' && method !== 'replicated') {
+    throw rangeError('options.method', 'auto, fast or replicated with several devices', method);
+  }
+  apspBlockFactor('fast', n, options.blockFactor);
+  if (options.paths !== undefined && options.paths !== false) {
+    throw rangeError('options.paths', 'false with several devices (paths are single-GPU only)', options.paths);
+  }
+  if (options.onRound !== undefined) {
+    throw rangeError('options.onRound', 'undefined with several devices (progress is single-GPU only)', 'a value');
+  }
+  const validate = options.validate ?? true;
+  if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
+  let out = options.out;
+  if (out !== undefined) {
+    checkArray('options.out', out, 'int32');
+    if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, `${out.length} elements`);
+    if (out.device !== devices[0])
+      throw rangeError('options.out', `on devices[0] = ${devices[0]}`, `device ${out.device}`);
+    if (out === dist)
+      throw new RangeError('options.out must not be dist: the input is read while the output is written');
+  }
+  const viaHost = viaHostFor(options.transfer ?? 'auto', [...new Set([...devices, dist.device])]);
+  if (validate) validateWeights(dist);
+  const owned = out === undefined;
+  out ??= empty('int32', n * n, { device: devices[0], shape: [n, n] });
+  try {
+    native.apspRunMulti(
+      dist.handle('dist'),
+      out.handle('options.out'),
+      n,
+      devices,
+      method === 'replicated' ? 1 : 0,
+      viaHost,
+    );
+  } catch (e) {
+    if (owned) out.free();
+    throw e;
+  }
+  return out;
+}
+
+function validateWeights(dist: DeviceArray<'int32'>): void {
+  const lo = reduce(dist, 'min');
+  if (lo < 0) throw rangeError('dist', `a weight matrix with weights in [0, INF] (no negative weights)`, lo);
+  const hi = reduce(dist, 'max');
+  if (hi > INF) throw rangeError('dist', `a weight matrix with weights in [0, INF = ${INF}]`, hi);
 }
 
 /**

@@ -9,6 +9,7 @@
 // values are stored, so threads of one step that read row k or column k never race with a write.
 #include <climits>
 #include <cstdint>
+#include <utility>
 
 #include "apsp/apsp.h"
 #include "core/launch.h"
@@ -53,6 +54,28 @@ __global__ void apsp_pad_kernel(const int32_t* __restrict__ in, int32_t* __restr
 __global__ void apsp_unpad_kernel(const int32_t* __restrict__ src, int32_t* __restrict__ dst, int64_t n,
                                   int64_t np) {
   const int64_t total = n * n;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / n, j = e - i * n;
+    dst[e] = src[i * np + j];
+  }
+}
+
+// A band of the padded matrix: rows row0 … row0 + rows − 1 of np columns, from `in` (its row row0,
+// leading dimension n; rows at or past n read nothing).
+__global__ void apsp_pad_rows_kernel(const int32_t* __restrict__ in, int32_t* __restrict__ d, int64_t n,
+                                     int64_t np, int64_t row0, int64_t rows) {
+  const int64_t total = rows * np;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = e / np, j = e - r * np, i = row0 + r;
+    d[e] = i == j ? 0 : (i < n && j < n ? in[r * n + j] : kInf);
+  }
+}
+
+__global__ void apsp_unpad_rows_kernel(const int32_t* __restrict__ src, int32_t* __restrict__ dst, int64_t n,
+                                       int64_t np, int64_t rows) {
+  const int64_t total = rows * n;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = e / n, j = e - i * n;
@@ -382,7 +405,7 @@ cudaError_t roundSharedWith(int32_t* d, PathState ps, int64_t np, int64_t round,
 // than 8-byte A loads of two k) keeps the kernel within the 128 registers that two blocks per SM allow: the
 // k-pair version spilled.
 
-constexpr int kFastTile = 128;
+constexpr int kFastTile = kFastFactor;
 constexpr int kFastBK = 16;
 constexpr int kFastStages = 3;
 constexpr int kFastThreads = 256;
@@ -423,8 +446,9 @@ __device__ __forceinline__ void copyWait() {
 
 // Phase 1: thread (ty, tx) of 32×32 owns rows ty + 32r and columns tx + 32c (r, c < 4) and keeps them
 // in registers; the block's copy in shared memory is what the other threads read at step k (row k:
-// 32 consecutive words per warp; column k: one word per warp, a broadcast).
-__global__ void __launch_bounds__(kPivotThreads) apsp_fast_pivot_kernel(int32_t* d, int64_t np, int64_t p0) {
+// 32 consecutive words per warp; column k: one word per warp, a broadcast). `blk` is the pivot block's
+// first element, `ld` the leading dimension of the matrix it lies in (a whole matrix or a row band).
+__global__ void __launch_bounds__(kPivotThreads) apsp_fast_pivot_kernel(int32_t* blk, int64_t ld) {
   extern __shared__ __align__(16) int32_t sp[];
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
   int32_t v[4][4];
@@ -432,7 +456,7 @@ __global__ void __launch_bounds__(kPivotThreads) apsp_fast_pivot_kernel(int32_t*
   for (int r = 0; r < 4; ++r)
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      v[r][c] = d[(p0 + ty + 32 * r) * np + p0 + tx + 32 * c];
+      v[r][c] = blk[(ty + 32 * r) * ld + tx + 32 * c];
       sp[(ty + 32 * r) * kFastTile + tx + 32 * c] = v[r][c];
     }
   __syncthreads();
@@ -457,52 +481,80 @@ __global__ void __launch_bounds__(kPivotThreads) apsp_fast_pivot_kernel(int32_t*
 #pragma unroll
   for (int r = 0; r < 4; ++r)
 #pragma unroll
-    for (int c = 0; c < 4; ++c) d[(p0 + ty + 32 * r) * np + p0 + tx + 32 * c] = v[r][c];
+    for (int c = 0; c < 4; ++c) blk[(ty + 32 * r) * ld + tx + 32 * c] = v[r][c];
 }
 
-// Phases 2 (panels = true: blocks 0 … tiles − 2 the row panel, the rest the column panel) and 3
-// (panels = false: the (tiles − 1)² tiles off the pivot row and column). In phase 2 the output tile is
-// also A (column panel) or B (row panel); every read of A and B has completed at the last slab's
-// barrier, before the first store.
+struct TileJobPair {
+  TileJob j[2];
+};
+
+// blockIdx.x through a volatile read, so that the compiler recomputes what depends on it instead of
+// keeping it in registers.
+__device__ __forceinline__ unsigned blockIndex() {
+  unsigned b;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(b));
+  return b;
+}
+
+// The output tile (row i0, column j0 of its job's matrices) of block `bx`, and whether it is job1's.
+// The jobs are a __grid_constant__ parameter: indexed in place in the constant bank, never copied.
+__device__ __forceinline__ void tileOf(const TileJobPair& jobs, unsigned first, unsigned bx, int64_t* i0,
+                                       int64_t* j0, bool* second) {
+  const bool s = bx >= first;
+  const int idx = static_cast<int>(s ? bx - first : bx);
+  const TileJob& job = jobs.j[s];
+  const int cols = job.cols, colSkip = job.colSkip, rowSkip0 = job.rowSkip0, rowSkip1 = job.rowSkip1;
+  const int colTiles = cols - (colSkip < cols ? 1 : 0);
+  int ti = idx / colTiles, tj = idx % colTiles;
+  // Skipped rows: rowSkip0 < rowSkip1 (kNoSkip when unused), so two bumps in order land past both.
+  ti += ti >= rowSkip0 ? 1 : 0;
+  ti += ti >= rowSkip1 ? 1 : 0;
+  tj += tj >= colSkip ? 1 : 0;
+  *i0 = static_cast<int64_t>(ti) * kFastTile;
+  *j0 = static_cast<int64_t>(tj) * kFastTile;
+  *second = s;
+}
+
+// Phases 2 and 3 as C = min(C, A ⊗ B) over 128×128 output tiles, for up to two TileJobs in one launch
+// (blocks 0 … first − 1 run jobs[0], the rest jobs[1]): the single-GPU round passes the pivot row and
+// column panels as two jobs of one launch, then phase 3 as one; the multi-GPU schemes pass pieces of a
+// row band. In phase 2 the output tile is also A (column panel) or B (row panel); every read of A and
+// B has completed at the last slab's barrier, before the first store, so C may alias A or B.
 __global__ void __launch_bounds__(kFastThreads, 2)
-    apsp_fast_minplus_kernel(int32_t* d, int64_t np, int64_t pivot, int64_t tiles, bool panels) {
+    apsp_fast_minplus_kernel(const __grid_constant__ TileJobPair jobs, unsigned first, int ld) {
   extern __shared__ __align__(16) int32_t smem[];
   int32_t* const sA = smem;
   int32_t* const sB = smem + kFastStages * kFastAStage;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
 
-  const int64_t p0 = pivot * kFastTile;
+  // The tile's A (its rows, the pivot columns), B (the pivot rows, its columns) and C wait in shared
+  // memory: the main loop has no registers to spare for three 64-bit pointers.
+  __shared__ int32_t* tileABC[3];
   int64_t i0, j0;
-  if (panels) {
-    const bool rowPanel = blockIdx.x < tiles - 1;
-    int64_t t = rowPanel ? blockIdx.x : blockIdx.x - (tiles - 1);
-    t += t >= pivot ? 1 : 0;
-    i0 = rowPanel ? p0 : t * kFastTile;
-    j0 = rowPanel ? t * kFastTile : p0;
-  } else {
-    int64_t ti = blockIdx.x / (tiles - 1), tj = blockIdx.x % (tiles - 1);
-    ti += ti >= pivot ? 1 : 0;
-    tj += tj >= pivot ? 1 : 0;
-    i0 = ti * kFastTile;
-    j0 = tj * kFastTile;
+  bool second;
+  tileOf(jobs, first, blockIndex(), &i0, &j0, &second);
+  if (tid == 0) {
+    // A and B are only read; the cast keeps the three in one array.
+    tileABC[0] = const_cast<int32_t*>(jobs.j[second].a) + i0 * static_cast<int64_t>(ld);
+    tileABC[1] = const_cast<int32_t*>(jobs.j[second].b) + j0;
+    tileABC[2] = jobs.j[second].c + i0 * static_cast<int64_t>(ld) + j0;
   }
-  const int32_t* const A = d + i0 * np + p0;  // rows of the tile, pivot columns
-  const int32_t* const B = d + p0 * np + j0;  // pivot rows, columns of the tile
-  int32_t* const C = d + i0 * np + j0;
-
+  __syncthreads();
   // Loader lanes: A slab 128 rows × 4 vectors, B slab kFastBK rows × 32 vectors; two copies each.
   const int aRow = tid / 4, aVec = tid % 4;
   const int bRow = tid / 32, bVec = tid % 32;
+  const int32_t* const A = tileABC[0];
+  const int32_t* const B = tileABC[1];
   auto loadSlab = [&](int stage, int k0) {
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
       const int row = aRow + 64 * p;
-      copy16(sA + stage * kFastAStage + row * kFastAPitch + aVec * 4, A + row * np + k0 + aVec * 4);
+      copy16(sA + stage * kFastAStage + row * kFastAPitch + aVec * 4, A + row * ld + k0 + aVec * 4);
     }
 #pragma unroll
     for (int p = 0; p < 2; ++p) {
       const int row = bRow + 8 * p;
-      copy16(sB + stage * kFastBStage + row * kFastBPitch + bVec * 4, B + (k0 + row) * np + bVec * 4);
+      copy16(sB + stage * kFastBStage + row * kFastBPitch + bVec * 4, B + (k0 + row) * ld + bVec * 4);
     }
   };
 
@@ -517,11 +569,12 @@ __global__ void __launch_bounds__(kFastThreads, 2)
   const int rowOff = wm0 + lm, colOff = wn0 + ln * 4;
 
   int32_t acc[8][8];
+  const int32_t* const C0 = tileABC[2];
 #pragma unroll
   for (int r = 0; r < 8; ++r)
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
-      const int4 x = *reinterpret_cast<const int4*>(C + (rowOff + 4 * r) * np + colOff + 32 * c);
+      const int4 x = *reinterpret_cast<const int4*>(C0 + (rowOff + 4 * r) * ld + colOff + 32 * c);
       acc[r][4 * c + 0] = x.x;
       acc[r][4 * c + 1] = x.y;
       acc[r][4 * c + 2] = x.z;
@@ -560,34 +613,36 @@ __global__ void __launch_bounds__(kFastThreads, 2)
   }
   copyWait<0>();  // only empty groups can be pending; leave none behind
 
+  int32_t* const C = tileABC[2];
 #pragma unroll
   for (int r = 0; r < 8; ++r)
 #pragma unroll
     for (int c = 0; c < 2; ++c)
-      *reinterpret_cast<int4*>(C + (rowOff + 4 * r) * np + colOff + 32 * c) =
+      *reinterpret_cast<int4*>(C + (rowOff + 4 * r) * ld + colOff + 32 * c) =
           make_int4(acc[r][4 * c + 0], acc[r][4 * c + 1], acc[r][4 * c + 2], acc[r][4 * c + 3]);
 }
 
+// Output tiles of a job: rows minus its skipped rows, times columns minus its skipped column.
+int64_t jobTiles(const TileJob& j) {
+  const int64_t rows = j.rows - (j.rowSkip0 < j.rows ? 1 : 0) - (j.rowSkip1 < j.rows ? 1 : 0);
+  const int64_t cols = j.cols - (j.colSkip < j.cols ? 1 : 0);
+  return rows > 0 && cols > 0 ? rows * cols : 0;
+}
+
 cudaError_t roundFastDistances(int32_t* d, int64_t np, int64_t round, cudaStream_t stream) {
-  // Raising the dynamic shared-memory limits is per kernel and cheap; doing it on every round keeps
-  // the launcher free of static state.
-  cudaError_t err = cudaFuncSetAttribute(apsp_fast_pivot_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kPivotSmem));
-  if (err != cudaSuccess) return err;
-  apsp_fast_pivot_kernel<<<1, kPivotThreads, kPivotSmem, stream>>>(d, np, round * kFastTile);
-  err = cudaGetLastError();
   const int64_t tiles = np / kFastTile;
+  const int64_t p0 = round * kFastTile;
+  cudaError_t err = launchFastPivot(d + p0 * np + p0, np, stream);
   if (err != cudaSuccess || tiles == 1) return err;
-  err = cudaFuncSetAttribute(apsp_fast_minplus_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kFastSmem));
+  const int t = static_cast<int>(tiles), k = static_cast<int>(round);
+  // Row panel: the one tile row at p0, every tile column but K, through the pivot block.
+  const TileJob rowPanel{d + p0 * np + p0, d + p0 * np, d + p0 * np, np, 1, kNoSkip, kNoSkip, t, k};
+  // Column panel: every tile row but K, the one tile column at p0.
+  const TileJob colPanel{d + p0, d + p0 * np + p0, d + p0, np, t, k, kNoSkip, 1, kNoSkip};
+  err = launchFastMinPlus(rowPanel, &colPanel, stream);
   if (err != cudaSuccess) return err;
-  apsp_fast_minplus_kernel<<<static_cast<unsigned>(2 * (tiles - 1)), kFastThreads, kFastSmem, stream>>>(
-      d, np, round, tiles, true);
-  err = cudaGetLastError();
-  if (err != cudaSuccess) return err;
-  apsp_fast_minplus_kernel<<<static_cast<unsigned>((tiles - 1) * (tiles - 1)), kFastThreads, kFastSmem,
-                             stream>>>(d, np, round, tiles, false);
-  return cudaGetLastError();
+  const TileJob rest{d + p0, d + p0 * np, d, np, t, k, kNoSkip, t, k};
+  return launchFastMinPlus(rest, nullptr, stream);
 }
 
 // Frees the padded workspace and the progress events on every exit, exceptions from the progress
@@ -613,6 +668,36 @@ cudaError_t gridFor(int64_t length, unsigned* blocks) {
 }
 
 }  // namespace
+
+cudaError_t launchFastPivot(int32_t* block, int64_t ld, cudaStream_t stream) {
+  // Raising the dynamic shared-memory limit is per kernel and cheap; doing it on every launch keeps
+  // the launcher free of static state (and right on whichever device is current).
+  cudaError_t err = cudaFuncSetAttribute(apsp_fast_pivot_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kPivotSmem));
+  if (err != cudaSuccess) return err;
+  apsp_fast_pivot_kernel<<<1, kPivotThreads, kPivotSmem, stream>>>(block, ld);
+  return cudaGetLastError();
+}
+
+cudaError_t launchFastMinPlus(const TileJob& job, const TileJob* second, cudaStream_t stream) {
+  const int64_t first = jobTiles(job), more = second ? jobTiles(*second) : 0;
+  if (first + more == 0) return cudaSuccess;
+  // One leading dimension for both jobs: a kernel parameter, read from the constant bank, costs no register.
+  // Offsets within a tile (at most 128 rows times ld) are then 32-bit.
+  if ((second && second->ld != job.ld) || job.ld > kMaxN) return cudaErrorInvalidValue;
+  if (first + more > INT_MAX) return cudaErrorInvalidValue;
+  const cudaError_t err = cudaFuncSetAttribute(
+      apsp_fast_minplus_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kFastSmem));
+  if (err != cudaSuccess) return err;
+  // An empty first job hands every block to the second; skipped rows go in increasing order.
+  TileJob j0 = first ? job : *second;
+  TileJob j1 = first && second ? *second : j0;
+  for (TileJob* j : {&j0, &j1})
+    if (j->rowSkip1 < j->rowSkip0) std::swap(j->rowSkip0, j->rowSkip1);
+  apsp_fast_minplus_kernel<<<static_cast<unsigned>(first + more), kFastThreads, kFastSmem, stream>>>(
+      TileJobPair{{j0, j1}}, static_cast<unsigned>(first ? first : first + more), static_cast<int>(job.ld));
+  return cudaGetLastError();
+}
 
 cudaError_t roundBasic(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                        cudaStream_t stream) {
@@ -705,6 +790,26 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
     progress(static_cast<int>(rounds), static_cast<int>(rounds));
   }
   return cudaSuccess;
+}
+
+cudaError_t launchPadRows(const int32_t* in, int32_t* band, int64_t n, int64_t np, int64_t row0, int64_t rows,
+                          cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  unsigned blocks = 0;
+  cudaError_t err = gridFor(rows * np, &blocks);
+  if (err != cudaSuccess) return err;
+  apsp_pad_rows_kernel<<<blocks, kBasicThreads, 0, stream>>>(in, band, n, np, row0, rows);
+  return cudaGetLastError();
+}
+
+cudaError_t launchUnpadRows(const int32_t* band, int32_t* out, int64_t n, int64_t np, int64_t rows,
+                            cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  unsigned blocks = 0;
+  cudaError_t err = gridFor(rows * n, &blocks);
+  if (err != cudaSuccess) return err;
+  apsp_unpad_rows_kernel<<<blocks, kBasicThreads, 0, stream>>>(band, out, n, np, rows);
+  return cudaGetLastError();
 }
 
 cudaError_t launchRandomGraph(int32_t* out, int64_t n, double density, int32_t minWeight, int32_t maxWeight,

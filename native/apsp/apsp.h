@@ -43,6 +43,38 @@ cudaError_t roundShared(int32_t* d, int32_t* next, int32_t* hops, int64_t np, in
 cudaError_t roundFast(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                       cudaStream_t stream);
 
+// Building blocks of `fast`, shared with the multi-GPU schemes (multi.cu).
+constexpr int kFastFactor = 128;
+constexpr int kNoSkip = 0x7fffffff;
+
+// C = min(C, A ⊗ B) (min-plus) over 128×128 output tiles: tile (ti, tj), ti < rows except rowSkip0 and
+// rowSkip1, tj < cols except colSkip (kNoSkip: none), with A = a + 128·ti·ld (128 rows, 128 pivot
+// columns), B = b + 128·tj (128 pivot rows), C = c + 128·ti·ld + 128·tj, all three of leading
+// dimension ld (one ld: a leading dimension per operand costs the kernel registers it has not got).
+// C may alias A or B (the panels of phase 2). Pointers and ld must be multiples of 4 elements.
+struct TileJob {
+  const int32_t* a;
+  const int32_t* b;
+  int32_t* c;
+  int64_t ld;
+  int rows, rowSkip0, rowSkip1;
+  int cols, colSkip;
+};
+
+// Closes the 128×128 block at `block` (leading dimension `ld`) under paths through its own vertices.
+cudaError_t launchFastPivot(int32_t* block, int64_t ld, cudaStream_t stream);
+// One launch for `job` and, when `second` is not null, a second job beside it (the tiles of the two
+// must not overlap).
+cudaError_t launchFastMinPlus(const TileJob& job, const TileJob* second, cudaStream_t stream);
+
+// Rows row0 … row0 + rows − 1 of the matrix padded to np: `band` (rows × np) from `in`, which points at
+// row row0 of the n×n input (only rows below n are read; null when row0 ≥ n). The diagonal becomes 0.
+cudaError_t launchPadRows(const int32_t* in, int32_t* band, int64_t n, int64_t np, int64_t row0, int64_t rows,
+                          cudaStream_t stream);
+// The first n columns of `rows` rows of a band (leading dimension np) into `out` (rows × n).
+cudaError_t launchUnpadRows(const int32_t* band, int32_t* out, int64_t n, int64_t np, int64_t rows,
+                            cudaStream_t stream);
+
 // Runs every round of `round` with block factor `factor` on a copy of `in` (n×n, row-major) and
 // writes the distances to `out` (n×n, must not alias `in`) and, when `nextOut` is not null, the
 // next-hop matrix (next[i][j] = first vertex after i on a shortest path with the fewest edges among

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "apsp/apsp.h"
 #include "apsp/methods.h"
+#include "apsp/multi.h"
 #include "core/args.h"
 #include "core/buffer.h"
 #include "core/device.h"
@@ -65,6 +67,43 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// apspRunMulti(dist, out, n, devices, scheme (0 band, 1 replicated), viaHost)
+Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& in = unwrapBuffer(info[0], "dist");
+  DeviceBuffer& out = unwrapBuffer(info[1], "out");
+  const int64_t n = countArg(info, 2, "n");
+  if (info.Length() < 4 || !info[3].IsArray()) throw Napi::TypeError::New(env, "devices must be an array");
+  Napi::Array list = info[3].As<Napi::Array>();
+  const int scheme = intArg(info, 4, "scheme");
+  if (info.Length() < 6 || !info[5].IsBoolean()) throw Napi::TypeError::New(env, "viaHost must be a boolean");
+  const bool viaHost = info[5].As<Napi::Boolean>().Value();
+  if (scheme != 0 && scheme != 1)
+    throw Napi::RangeError::New(env, "scheme must be 0 (band) or 1 (replicated)");
+  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  checkSquare(env, in, n, "dist");
+  checkSquare(env, out, n, "out");
+  if (&in == &out) throw Napi::RangeError::New(env, "out must not be dist");
+  std::vector<int> devices;
+  for (uint32_t i = 0; i < list.Length(); ++i) {
+    Napi::Value v = list.Get(i);
+    if (!v.IsNumber()) throw Napi::TypeError::New(env, "devices must hold numbers");
+    const double d = v.As<Napi::Number>().DoubleValue();
+    if (!(d >= 0 && d < 65536) || static_cast<double>(static_cast<int>(d)) != d)
+      throw Napi::RangeError::New(env, "devices must hold device indices");
+    for (int e : devices)
+      if (e == static_cast<int>(d)) throw Napi::RangeError::New(env, "devices must be distinct");
+    devices.push_back(static_cast<int>(d));
+  }
+  if (devices.empty()) throw Napi::RangeError::New(env, "devices must not be empty");
+  if (out.device != devices[0]) throw Napi::RangeError::New(env, "out must be on devices[0]");
+  guard(env, [&] {
+    apsp::runMulti(scheme == 1 ? apsp::MultiScheme::Replicated : apsp::MultiScheme::Band,
+                   in.as<const int32_t>(), in.device, out.as<int32_t>(), n, devices, viaHost);
+  });
+  return env.Undefined();
+}
+
 Napi::Value apspMethods(const Napi::CallbackInfo& info) {
   auto names = Napi::Array::New(info.Env(), apsp::kMethodCount);
   for (int i = 0; i < apsp::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), apsp::kMethods[i].name);
@@ -99,6 +138,7 @@ Napi::Value apspRandomGraph(const Napi::CallbackInfo& info) {
 void registerApsp(Napi::Env env, Napi::Object exports) {
   exports.Set("apspRun", Napi::Function::New(env, apspRun, "apspRun"));
   exports.Set("apspMethods", Napi::Function::New(env, apspMethods, "apspMethods"));
+  exports.Set("apspRunMulti", Napi::Function::New(env, apspRunMulti, "apspRunMulti"));
   exports.Set("apspRandomGraph", Napi::Function::New(env, apspRandomGraph, "apspRandomGraph"));
 }
 

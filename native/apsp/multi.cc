@@ -1,0 +1,371 @@
+// Blocked Floyd–Warshall on several GPUs (see multi.h). Host code only: the kernels are `fast`'s,
+// given band pointers and leading dimensions through TileJob.
+//
+// Band scheme, round K with owner o (the GPU whose band holds tile row K), p0 = 128K:
+//   o:      pivot block (K, K), then the row panel (K, ·) — both already done by the look-ahead — and
+//           the panel (128 × np, contiguous in o's band) sent to every other GPU's panel buffer;
+//   all g:  column panel (I, K) for the band's rows I ≠ K (through the pivot block, in the panel),
+//           then phase 3 (I, J), J ≠ K, through the column panel and the row panel.
+// Look-ahead: the owner o' of round K + 1 updates its tile row K + 1 for round K as soon as its column
+// panel K is done, then closes pivot K + 1, computes row panel K + 1 and sends it — on a high-priority
+// stream, while the rest of its phase 3 of round K runs on the library stream. Panel buffers alternate
+// between two slots; a sender waits until each receiver is done reading the slot it overwrites.
+#include "apsp/multi.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+
+#include "apsp/apsp.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "peer/peer.h"
+
+namespace ck {
+namespace apsp {
+
+namespace {
+
+constexpr int64_t kT = kFastFactor;
+
+struct Gpu {
+  int dev = 0;
+  int64_t tile0 = 0, tiles = 0;  // band: tile rows [tile0, tile0 + tiles)
+  cudaStream_t main = nullptr;   // the library stream of dev
+  cudaStream_t hi = nullptr;     // high priority: look-ahead and panel sends
+  int32_t* m = nullptr;          // band (tiles·128 × np), or the whole padded matrix (replicated)
+  int32_t* pan[2] = {nullptr, nullptr};
+  int32_t* tmp = nullptr;  // scatter / gather staging on this device
+  cudaEvent_t sent[2] = {nullptr, nullptr};
+  cudaEvent_t doneRead[2] = {nullptr, nullptr};
+  bool doneReadRecorded[2] = {false, false};
+  cudaEvent_t col = nullptr, rowDone = nullptr, padded = nullptr, computed = nullptr, recv = nullptr;
+};
+
+cudaEvent_t newEvent() {
+  cudaEvent_t e = nullptr;
+  CK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+// Everything a run allocates; the destructor waits for the queued work (also after a failure) and
+// releases it all.
+struct Run {
+  std::vector<Gpu> gpus;
+  int32_t* stage = nullptr;  // pinned host staging (viaHost)
+  int64_t n = 0, np = 0, tiles = 0;
+  bool viaHost = false;
+
+  ~Run() {
+    for (Gpu& g : gpus) {
+      if (cudaSetDevice(g.dev) != cudaSuccess) continue;
+      if (g.main) cudaStreamSynchronize(g.main);
+      if (g.hi) cudaStreamSynchronize(g.hi);
+    }
+    for (Gpu& g : gpus) {
+      if (cudaSetDevice(g.dev) != cudaSuccess) continue;
+      for (int32_t* p : {g.m, g.pan[0], g.pan[1], g.tmp})
+        if (p) cudaFree(p);
+      for (cudaEvent_t e : {g.sent[0], g.sent[1], g.doneRead[0], g.doneRead[1], g.col, g.rowDone, g.padded,
+                            g.computed, g.recv})
+        if (e) cudaEventDestroy(e);
+      if (g.hi) cudaStreamDestroy(g.hi);
+    }
+    if (stage) cudaFreeHost(stage);
+    cudaGetLastError();
+  }
+
+  Gpu& owner(int64_t k) {
+    for (Gpu& g : gpus)
+      if (k >= g.tile0 && k < g.tile0 + g.tiles) return g;
+    throw CudaFailure("cudaErrorInvalidValue", "apsp multi", "no band holds tile row " + std::to_string(k));
+  }
+
+  // The row panel of round k as GPU g sees it: its own rows, or its panel buffer.
+  const int32_t* panelOn(Gpu& g, int64_t k) {
+    if (k >= g.tile0 && k < g.tile0 + g.tiles) return g.m + (k - g.tile0) * kT * np;
+    return g.pan[k % 2];
+  }
+
+  size_t panelBytes() const { return static_cast<size_t>(kT * np) * sizeof(int32_t); }
+};
+
+void launch(const TileJob& job, const TileJob* second, cudaStream_t s, const char* what) {
+  check(launchFastMinPlus(job, second, s), what);
+}
+
+// Owner of round k: [row k's phase 3 of round k − 1], pivot k, row panel k, send the panel.
+void prepare(Run& r, int64_t k, bool rowUpdate) {
+  Gpu& o = r.owner(k);
+  const int64_t np = r.np, lk = k - o.tile0, p0 = k * kT;
+  const int t = static_cast<int>(r.tiles);
+  int32_t* rows = o.m + lk * kT * np;
+  useDevice(o.dev);
+  if (rowUpdate) {
+    const int64_t q0 = (k - 1) * kT;
+    CK_CUDA(cudaStreamWaitEvent(o.hi, o.col, 0));
+    const TileJob row{rows + q0, r.panelOn(o, k - 1),    rows, np, 1, kNoSkip, kNoSkip,
+                      t,         static_cast<int>(k - 1)};
+    launch(row, nullptr, o.hi, "apsp band look-ahead row");
+    CK_CUDA(cudaEventRecord(o.rowDone, o.hi));
+  }
+  check(launchFastPivot(rows + p0, np, o.hi), "apsp band pivot");
+  const TileJob panel{rows + p0, rows, rows, np, 1, kNoSkip, kNoSkip, t, static_cast<int>(k)};
+  launch(panel, nullptr, o.hi, "apsp band row panel");
+  const int slot = static_cast<int>(k % 2);
+  bool staged = false;
+  for (Gpu& g : r.gpus) {
+    if (&g == &o || g.tiles == 0) continue;
+    if (g.doneReadRecorded[slot]) CK_CUDA(cudaStreamWaitEvent(o.hi, g.doneRead[slot], 0));
+    if (!r.viaHost) CK_CUDA(cudaMemcpyPeerAsync(g.pan[slot], g.dev, rows, o.dev, r.panelBytes(), o.hi));
+    staged = true;
+  }
+  if (r.viaHost && staged) {
+    CK_CUDA(cudaMemcpyAsync(r.stage + slot * kT * np, rows, r.panelBytes(), cudaMemcpyDeviceToHost, o.hi));
+  }
+  CK_CUDA(cudaEventRecord(o.sent[slot], o.hi));
+}
+
+void runBand(Run& r) {
+  const int64_t np = r.np, T = r.tiles;
+  const int t = static_cast<int>(T);
+  for (Gpu& g : r.gpus) {
+    if (g.tiles == 0) continue;
+    useDevice(g.dev);
+    CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.pan[0]), r.panelBytes()));
+    CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.pan[1]), r.panelBytes()));
+    for (cudaEvent_t* e : {&g.sent[0], &g.sent[1], &g.doneRead[0], &g.doneRead[1], &g.col, &g.rowDone})
+      *e = newEvent();
+  }
+  if (r.viaHost)
+    CK_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&r.stage), 2 * r.panelBytes(), cudaHostAllocPortable));
+
+  {
+    Gpu& o = r.owner(0);
+    useDevice(o.dev);
+    CK_CUDA(cudaStreamWaitEvent(o.hi, o.padded, 0));
+    prepare(r, 0, false);
+  }
+  for (int64_t k = 0; k < T; ++k) {
+    Gpu& o = r.owner(k);
+    const int slot = static_cast<int>(k % 2);
+    const int64_t p0 = k * kT;
+    const bool ahead = k + 1 < T;
+    Gpu* o2 = ahead ? &r.owner(k + 1) : nullptr;
+    for (Gpu& g : r.gpus) {
+      if (g.tiles == 0) continue;
+      useDevice(g.dev);
+      CK_CUDA(cudaStreamWaitEvent(g.main, o.sent[slot], 0));
+      if (r.viaHost && &g != &o) {
+        CK_CUDA(cudaMemcpyAsync(g.pan[slot], r.stage + slot * kT * np, r.panelBytes(), cudaMemcpyHostToDevice,
+                                g.main));
+      }
+      const int32_t* pb = r.panelOn(g, k);
+      const int skip = &g == &o ? static_cast<int>(k - g.tile0) : kNoSkip;
+      const TileJob colPanel{g.m + p0, pb + p0, g.m + p0, np,     static_cast<int>(g.tiles),
+                             skip,     kNoSkip, 1,        kNoSkip};
+      launch(colPanel, nullptr, g.main, "apsp band column panel");
+      if (&g == o2) CK_CUDA(cudaEventRecord(g.col, g.main));
+    }
+    if (ahead) prepare(r, k + 1, true);
+    for (Gpu& g : r.gpus) {
+      if (g.tiles == 0) continue;
+      useDevice(g.dev);
+      const int32_t* pb = r.panelOn(g, k);
+      const int skip0 = &g == &o ? static_cast<int>(k - g.tile0) : kNoSkip;
+      const int skip1 = &g == o2 ? static_cast<int>(k + 1 - g.tile0) : kNoSkip;
+      const TileJob rest{g.m + p0,           pb, g.m, np, static_cast<int>(g.tiles), skip0, skip1, t,
+                         static_cast<int>(k)};
+      launch(rest, nullptr, g.main, "apsp band phase 3");
+      // The look-ahead on the high-priority stream read this round's panel too.
+      if (&g == o2) CK_CUDA(cudaStreamWaitEvent(g.main, g.rowDone, 0));
+      CK_CUDA(cudaEventRecord(g.doneRead[slot], g.main));
+      g.doneReadRecorded[slot] = true;
+    }
+  }
+}
+
+void runReplicated(Run& r) {
+  const int64_t np = r.np, T = r.tiles;
+  const int t = static_cast<int>(T);
+  for (Gpu& g : r.gpus) {
+    if (g.tiles == 0) continue;
+    useDevice(g.dev);
+    g.computed = newEvent();
+    g.sent[0] = newEvent();
+    g.recv = newEvent();
+  }
+  if (r.viaHost) {
+    CK_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&r.stage), static_cast<size_t>(np * np) * sizeof(int32_t),
+                          cudaHostAllocPortable));
+  }
+  for (int64_t k = 0; k < T; ++k) {
+    const int64_t p0 = k * kT;
+    for (Gpu& g : r.gpus) {
+      if (g.tiles == 0) continue;
+      useDevice(g.dev);
+      int32_t* d = g.m;
+      check(launchFastPivot(d + p0 * np + p0, np, g.main), "apsp replicated pivot");
+      if (T > 1) {
+        const int kk = static_cast<int>(k);
+        const TileJob rowPanel{d + p0 * np + p0, d + p0 * np, d + p0 * np, np, 1, kNoSkip, kNoSkip, t, kk};
+        const TileJob colPanel{d + p0, d + p0 * np + p0, d + p0, np, t, kk, kNoSkip, 1, kNoSkip};
+        launch(rowPanel, &colPanel, g.main, "apsp replicated panels");
+        int32_t* band = d + g.tile0 * kT * np;
+        const int skip = k >= g.tile0 && k < g.tile0 + g.tiles ? static_cast<int>(k - g.tile0) : kNoSkip;
+        const TileJob rest{band + p0, d + p0 * np, band, np, static_cast<int>(g.tiles), skip, kNoSkip, t, kk};
+        launch(rest, nullptr, g.main, "apsp replicated phase 3");
+      }
+      CK_CUDA(cudaEventRecord(g.computed, g.main));
+    }
+    // Exchange the bands: every GPU's copy of every other band is rewritten with the owner's.
+    for (Gpu& g : r.gpus) {
+      if (g.tiles == 0) continue;
+      useDevice(g.dev);
+      const size_t off = static_cast<size_t>(g.tile0 * kT * np);
+      const size_t bytes = static_cast<size_t>(g.tiles * kT * np) * sizeof(int32_t);
+      if (r.viaHost) {
+        // The staging rows of this band are free once every receiver has copied last round's.
+        if (k > 0)
+          for (Gpu& h : r.gpus)
+            if (&h != &g && h.tiles > 0) CK_CUDA(cudaStreamWaitEvent(g.main, h.recv, 0));
+        CK_CUDA(cudaMemcpyAsync(r.stage + off, g.m + off, bytes, cudaMemcpyDeviceToHost, g.main));
+      } else {
+        // A receiver reads and writes these rows in its own phases 1–3: overwrite them only after.
+        for (Gpu& h : r.gpus)
+          if (&h != &g && h.tiles > 0) CK_CUDA(cudaStreamWaitEvent(g.main, h.computed, 0));
+        for (Gpu& h : r.gpus)
+          if (&h != &g && h.tiles > 0)
+            CK_CUDA(cudaMemcpyPeerAsync(h.m + off, h.dev, g.m + off, g.dev, bytes, g.main));
+      }
+      CK_CUDA(cudaEventRecord(g.sent[0], g.main));
+    }
+    for (Gpu& h : r.gpus) {
+      if (h.tiles == 0) continue;
+      useDevice(h.dev);
+      for (Gpu& g : r.gpus) {
+        if (&g == &h || g.tiles == 0) continue;
+        CK_CUDA(cudaStreamWaitEvent(h.main, g.sent[0], 0));
+        if (r.viaHost) {
+          const size_t off = static_cast<size_t>(g.tile0 * kT * np);
+          const size_t bytes = static_cast<size_t>(g.tiles * kT * np) * sizeof(int32_t);
+          CK_CUDA(cudaMemcpyAsync(h.m + off, r.stage + off, bytes, cudaMemcpyHostToDevice, h.main));
+        }
+      }
+      if (r.viaHost) CK_CUDA(cudaEventRecord(h.recv, h.main));
+    }
+  }
+}
+
+}  // namespace
+
+void bandOf(int64_t tiles, int gpus, int index, int64_t* first, int64_t* count) {
+  const int64_t base = tiles / gpus, extra = tiles % gpus;
+  *count = base + (index < extra ? 1 : 0);
+  *first = index * base + std::min<int64_t>(index, extra);
+}
+
+void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
+              const std::vector<int>& devices, bool viaHost) {
+  if (devices.empty() || n < 1 || n > kMaxN)
+    throw CudaFailure("cudaErrorInvalidValue", "apsp multi", "need at least one device and 1 <= n <= 131072");
+  Run r;
+  r.n = n;
+  r.np = (n + kT - 1) / kT * kT;
+  r.tiles = r.np / kT;
+  r.viaHost = viaHost;
+  const int64_t np = r.np;
+  const bool replicated = scheme == MultiScheme::Replicated;
+  const int outDevice = devices[0];
+  r.gpus.resize(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Gpu& g = r.gpus[i];
+    g.dev = devices[i];
+    bandOf(r.tiles, static_cast<int>(devices.size()), static_cast<int>(i), &g.tile0, &g.tiles);
+  }
+  if (!viaHost) {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (devices[i] != inDevice) peer::enable(devices[i], inDevice);
+      for (size_t j = i + 1; j < devices.size(); ++j) peer::enable(devices[i], devices[j]);
+    }
+  }
+
+  // Input and output ordered after what is queued on their devices' library streams.
+  cudaEvent_t inReady = nullptr, outReady = nullptr;
+  cudaStream_t inStream = libraryStream(inDevice);
+  inReady = newEvent();
+  CK_CUDA(cudaEventRecord(inReady, inStream));
+  cudaStream_t outStream = libraryStream(outDevice);
+  outReady = newEvent();
+  CK_CUDA(cudaEventRecord(outReady, outStream));
+  struct Events {
+    cudaEvent_t a, b;
+    ~Events() {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+  } keep{inReady, outReady};
+
+  for (Gpu& g : r.gpus) {
+    if (g.tiles == 0) continue;
+    g.main = libraryStream(g.dev);
+    int least = 0, greatest = 0;
+    CK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CK_CUDA(cudaStreamCreateWithPriority(&g.hi, cudaStreamNonBlocking, greatest));
+    g.padded = newEvent();
+    CK_CUDA(cudaStreamWaitEvent(g.main, inReady, 0));
+    CK_CUDA(cudaStreamWaitEvent(g.main, outReady, 0));
+    // Replicated: the whole matrix; band: the band's rows.
+    const int64_t row0 = replicated ? 0 : g.tile0 * kT;
+    const int64_t rows = replicated ? np : g.tiles * kT;
+    const int64_t valid = std::max<int64_t>(0, std::min(rows, n - row0));
+    CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.m), static_cast<size_t>(rows * np) * sizeof(int32_t)));
+    const int32_t* src = valid > 0 ? in + row0 * n : nullptr;
+    if (valid > 0 && g.dev != inDevice) {
+      const size_t bytes = static_cast<size_t>(valid * n) * sizeof(int32_t);
+      CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.tmp), bytes));
+      CK_CUDA(cudaMemcpyPeerAsync(g.tmp, g.dev, src, inDevice, bytes, g.main));
+      src = g.tmp;
+    }
+    check(launchPadRows(src, g.m, n, np, row0, rows, g.main), "apsp multi pad");
+    CK_CUDA(cudaEventRecord(g.padded, g.main));
+  }
+
+  if (replicated)
+    runReplicated(r);
+  else
+    runBand(r);
+
+  // Gather: each band's first n rows and columns into out (replicated: devices[0] has them all).
+  for (Gpu& g : r.gpus) {
+    if (g.tiles == 0) continue;
+    if (replicated && g.dev != outDevice) continue;
+    useDevice(g.dev);
+    const int64_t row0 = replicated ? 0 : g.tile0 * kT;
+    const int64_t valid = std::max<int64_t>(0, std::min(replicated ? n : g.tiles * kT, n - row0));
+    if (valid == 0) continue;
+    const int32_t* band = g.m;
+    int32_t* dst = out + row0 * n;
+    const size_t bytes = static_cast<size_t>(valid * n) * sizeof(int32_t);
+    if (g.dev == outDevice) {
+      check(launchUnpadRows(band, dst, n, np, valid, g.main), "apsp multi unpad");
+    } else if (np == n) {
+      CK_CUDA(cudaMemcpyPeerAsync(dst, outDevice, band, g.dev, bytes, g.main));
+    } else {
+      if (!g.tmp) CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.tmp), bytes));
+      check(launchUnpadRows(band, g.tmp, n, np, valid, g.main), "apsp multi unpad");
+      CK_CUDA(cudaMemcpyPeerAsync(dst, outDevice, g.tmp, g.dev, bytes, g.main));
+    }
+  }
+  for (Gpu& g : r.gpus) {
+    if (g.tiles == 0) continue;
+    useDevice(g.dev);
+    CK_CUDA(cudaStreamSynchronize(g.hi));
+    CK_CUDA(cudaStreamSynchronize(g.main));
+  }
+  // The input's and output's library streams: nothing of this run is left on them after the waits above.
+}
+
+}  // namespace apsp
+}  // namespace ck
