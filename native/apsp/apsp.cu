@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "apsp/apsp.h"
+#include "core/cp_async.h"
 #include "core/launch.h"
 
 namespace ck {
@@ -428,19 +429,6 @@ __device__ __forceinline__ void copy16(int32_t* dst, const int32_t* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src) : "memory");
 #else
   *reinterpret_cast<int4*>(dst) = *reinterpret_cast<const int4*>(src);
-#endif
-}
-
-__device__ __forceinline__ void copyCommit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void copyWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 

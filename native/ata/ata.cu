@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "ata.h"
+#include "core/cp_async.h"
 
 namespace ck {
 namespace ata {
@@ -227,19 +228,6 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 #endif
 }
 
-__device__ __forceinline__ void cpAsyncCommit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void cpAsyncWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
           bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false>
 struct FastConfig {
@@ -395,17 +383,17 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
 #pragma unroll
     for (int s = 0; s < Stages - 1; ++s) {
       if (s < kTiles) loadStage(s, s);
-      cpAsyncCommit();
+      copyCommit();
     }
     for (int kt = 0; kt < kTiles; ++kt) {
-      cpAsyncWait<Stages - 2>();
+      copyWait<Stages - 2>();
       // One barrier per stage: it publishes stage kt to all warps and proves that every warp is
       // done with stage kt - 1, whose slot the next load overwrites.
       __syncthreads();
       {
         const int next = kt + Stages - 1;
         if (next < kTiles) loadStage(next, next % Stages);
-        cpAsyncCommit();
+        copyCommit();
       }
       const double* sI = stageI(kt);
       const double* sJ = diag ? sI : sI + Slab;
@@ -429,9 +417,9 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
 #pragma unroll
     for (int s = 0; s < Stages; ++s) {
       if (s < kTiles) loadStage(s, s);
-      cpAsyncCommit();
+      copyCommit();
     }
-    cpAsyncWait<Stages - 1>();
+    copyWait<Stages - 1>();
     __syncthreads();
     loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
     for (int kt = 0; kt < kTiles; ++kt) {
@@ -440,10 +428,10 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
 #pragma unroll
       for (int s = 0; s < Steps; ++s) {
         if (s == Steps - 1) {
-          cpAsyncWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
+          copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
           __syncthreads();
           if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
-          cpAsyncCommit();
+          copyCommit();
           if (kt + 1 < kTiles) {
             const double* nI = stageI(kt + 1);
             loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
@@ -455,7 +443,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       }
     }
   }
-  cpAsyncWait<0>();
+  copyWait<0>();
 
   // Each thread holds 2×W blocks: rows r, r + 1 and W consecutive columns from c (W = 4 with PairB:
   // fragment 2np + s, hardware column h sits at physical column 16np + 2h + s).

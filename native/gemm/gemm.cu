@@ -1,6 +1,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "core/cp_async.h"
 #include "gemm.h"
 
 namespace ck {
@@ -128,19 +129,6 @@ __device__ __forceinline__ void copyAsync(uint32_t dst, const float* src, bool v
   } else {
     asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(dst), "f"(valid ? *src : 0.0f) : "memory");
   }
-#endif
-}
-
-__device__ __forceinline__ void copyCommit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-template <int N>
-__device__ __forceinline__ void copyWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 
