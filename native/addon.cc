@@ -14,6 +14,7 @@ void registerGemm(Napi::Env env, Napi::Object exports);
 void registerScan(Napi::Env env, Napi::Object exports);
 void registerStencil(Napi::Env env, Napi::Object exports);
 void registerApsp(Napi::Env env, Napi::Object exports);
+void registerDebug(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -28,6 +29,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerScan(env, exports);
   ck::registerStencil(env, exports);
   ck::registerApsp(env, exports);
+  ck::registerDebug(env, exports);
   return exports;
 }
 
