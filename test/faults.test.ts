@@ -62,44 +62,53 @@ describeOom(
     const FOOTPRINT = 48 * MiB;
     // Free memory left for the call, as fractions of its footprint: nothing, part of the output, the
     // output but not the work space, everything.
-    const SLACK = [0, 0.1, 0.3, 0.6, 1.0, 2.5];
+    const SLACK = [0, 0.2, 0.5, 1.0, 2.5];
 
     test.each(FAMILIES.map((f) => [f.name, f] as const))(
       '%s: CudaError and nothing leaked at every fill level, then a smaller call works',
       async (name, family) => {
-        await warmUp(family);
+        await warmUp(family, 5);
         const prepared = family.prepare(family.sized(FOOTPRINT, 5));
-        const tally = { oom: 0, ok: 0, worstLeak: 0 };
+        const tally = { calls: 0, oom: 0, ok: 0, worstLeak: 0, lazy: 0 };
         try {
           for (const method of family.methods) {
             for (const slack of SLACK) {
-              const held = hog(Math.round(slack * FOOTPRINT));
-              try {
-                if (slack === 0)
-                  expect(() => ck.empty('uint32', MiB)).toThrow(/out of memory|cudaErrorMemoryAllocation/);
-                ck.synchronize();
-                const before = ck.memoryInfo().free;
-                let ran: ReturnType<typeof prepared.run> | undefined;
+              // A first call may load kernels lazily or create cuBLAS's work space (kept for later
+              // calls, not leaked): that is allowed once, and the same call again must keep nothing.
+              for (let attempt = 0; attempt < 2; attempt++) {
+                const held = hog(Math.round(slack * FOOTPRINT));
                 try {
-                  ran = prepared.run(method, true);
-                } catch (e) {
-                  if (!isOom(e)) throw e;
-                  expect((e as ck.CudaError).call).toBeTruthy();
-                  tally.oom++;
+                  if (slack === 0)
+                    expect(() => ck.empty('uint32', MiB)).toThrow(/out of memory|cudaErrorMemoryAllocation/);
+                  ck.synchronize();
+                  const before = ck.memoryInfo().free;
+                  let ran: ReturnType<typeof prepared.run> | undefined;
+                  tally.calls++;
+                  try {
+                    ran = prepared.run(method, true);
+                  } catch (e) {
+                    if (!isOom(e)) throw e;
+                    expect((e as ck.CudaError).call).toBeTruthy();
+                    tally.oom++;
+                  }
+                  if (ran) {
+                    // It fitted: the result must still be right.
+                    const error = await ran.check();
+                    for (const o of ran.outputs) o.free();
+                    if (error) throw new Error(`${name} ${method} with ${slack}× free: ${error}`);
+                    tally.ok++;
+                  }
+                  ck.synchronize();
+                  const leak = before - ck.memoryInfo().free;
+                  if (leak <= MiB) {
+                    if (leak > tally.worstLeak) tally.worstLeak = leak;
+                    break;
+                  }
+                  if (attempt === 1) throw new Error(`${name} ${method} with ${slack}× free kept ${leak} bytes twice`);
+                  tally.lazy += leak;
+                } finally {
+                  release(held);
                 }
-                if (ran) {
-                  // It fitted: the result must still be right.
-                  const error = await ran.check();
-                  for (const o of ran.outputs) o.free();
-                  if (error) throw new Error(`${name} ${method} with ${slack}× free: ${error}`);
-                  tally.ok++;
-                }
-                ck.synchronize();
-                const leak = before - ck.memoryInfo().free;
-                if (leak > tally.worstLeak) tally.worstLeak = leak;
-                if (leak > MiB) throw new Error(`${name} ${method} with ${slack}× free kept ${leak} bytes`);
-              } finally {
-                release(held);
               }
             }
           }
@@ -119,8 +128,9 @@ describeOom(
           for (const a of small.inputs) a.free();
         }
         report(
-          `oom ${name}: ${family.methods.length} variants × ${SLACK.length} fill levels: ${tally.oom} CudaError ` +
-            `cudaErrorMemoryAllocation, ${tally.ok} fitted and were correct; largest free-memory change ${tally.worstLeak} bytes`,
+          `oom ${name}: ${family.methods.length} variants × ${SLACK.length} fill levels, ${tally.calls} calls: ${tally.oom} ` +
+            `CudaError cudaErrorMemoryAllocation, ${tally.ok} fitted and were correct; largest free-memory change ` +
+            `${tally.worstLeak} bytes (first calls kept ${tally.lazy} bytes of lazily loaded code or cuBLAS work space, their repeats nothing)`,
         );
         expect(tally.oom).toBeGreaterThan(0);
       },
@@ -140,7 +150,8 @@ describeGpu('kernel faults', () => {
       caught = e;
     }
     expect((caught as Error).name).toBe('CudaError');
-    expect((caught as ck.CudaError).code).toBe('cudaErrorInvalidConfiguration');
+    // CUDA 13 reports 4096 threads per block as an invalid value; older runtimes as an invalid configuration.
+    expect(['cudaErrorInvalidConfiguration', 'cudaErrorInvalidValue']).toContain((caught as ck.CudaError).code);
     expect((caught as ck.CudaError).message).not.toMatch(/context is lost/);
     ck.synchronize();
     expect(Array.from(await kept.toHost())).toEqual(Array.from(host));
@@ -148,7 +159,7 @@ describeGpu('kernel faults', () => {
     using c = ck.gemm(kept, b, 3, 5, 4, { method: 'fast' });
     const ref = ck.cpu.gemm(host, b.toHostSync(), 3, 5, 4);
     expect(ck.cpu.relativeError(await c.toHost(), ref)).toBeLessThan(1e-6);
-    report('fault: forced invalid launch → CudaError cudaErrorInvalidConfiguration; device usable after it');
+    report(`fault: forced invalid launch → CudaError ${(caught as ck.CudaError).code}; device usable after it`);
   });
 
   const stickyTest = SANITIZER ? test.skip : test;

@@ -28,10 +28,14 @@ test(`every public function, ${CALLS} calls with wrong arguments: only TypeError
   report(
     `fuzz: ${result.calls} calls over ${result.targets} targets in ${result.seconds} s (seed ${seed}, ` +
       `${result.gpu ? 'GPU' : 'no GPU'}): ${JSON.stringify(result.outcomes)}, ${result.skipped} long valid calls skipped` +
-      (result.gpu ? `; device memory free ${result.memoryBefore} → ${result.memoryAfter}` : ''),
+      (result.gpu
+        ? `; memoryInfo free after the first fifth ${result.memoryBefore} → at the end ${result.memoryAfter}`
+        : ''),
   );
   expect(result.failures).toEqual([]);
   expect(result.outcomes.other).toBeUndefined();
   expect(result.calls).toBeGreaterThanOrEqual(CALLS);
-  if (result.gpu) expect(Math.abs(result.memoryBefore - result.memoryAfter)).toBeLessThanOrEqual(2 ** 20);
+  // Under a sanitizer the soak may share the device (scripts/gpu-run.sh), so only native runs check memory.
+  if (result.gpu && !process.env.CK_SANITIZER_TOOL)
+    expect(Math.abs(result.memoryBefore - result.memoryAfter)).toBeLessThanOrEqual(2 ** 20);
 }, 320_000);

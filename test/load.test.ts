@@ -3,7 +3,7 @@
 import * as ck from '../lib';
 import { SANITIZER } from './harness/families';
 import { report } from './harness/report';
-import { describeGpu } from './helpers/gpu';
+import { describeGpu, gpuCount } from './helpers/gpu';
 
 const COUNT = SANITIZER ? 100 : 1000;
 
@@ -29,11 +29,11 @@ describeGpu('load', () => {
     const after = ck.memoryInfo().free;
     report(`load: ${COUNT} concurrent toHost() → ${COUNT - mismatches} exact, memory free ${before} → ${after}`);
     expect(mismatches).toBe(0);
-    expect(Math.abs(before - after)).toBeLessThanOrEqual(2 ** 20);
+    if (!SANITIZER) expect(Math.abs(before - after)).toBeLessThanOrEqual(2 ** 20);
   });
 
   test('toHost() promises racing kernels that write the arrays: each copy sees the finished kernel', async () => {
-    const n = 257;
+    const n = SANITIZER ? 65 : 257;
     const host = ck.cpu.randomArray(Float32Array, n * n, 3);
     using a = ck.upload(host);
     const ref = ck.cpu.gemm(host, host, n, n, n);
@@ -50,30 +50,28 @@ describeGpu('load', () => {
   });
 });
 
-describeGpu(
-  'load on two devices',
-  () => {
-    test('kernels interleaved on devices 0 and 1, with copies between them', async () => {
-      const n = 200;
-      const host = ck.cpu.randomArray(Float64Array, n * n, 5);
-      const ref = ck.cpu.atA(host, n, n);
-      using a0 = ck.upload(host, { device: 0 });
-      using a1 = ck.upload(host, { device: 1 });
-      const pending: Promise<Float64Array>[] = [];
-      const outs: ck.DeviceArray<'float64'>[] = [];
-      for (let i = 0; i < 32; i++) {
-        const src = i % 2 ? a1 : a0;
-        const c = ck.atA(src, n, n, { method: ck.ataMethods[i % ck.ataMethods.length] });
-        const moved = ck.empty('float64', n * n, { device: 1 - src.device });
-        ck.copyDevice(moved, c);
-        outs.push(c, moved);
-        pending.push(c.toHost(), moved.toHost());
-      }
-      const got = await Promise.all(pending);
-      for (const o of outs) o.free();
-      for (const g of got) expect(ck.cpu.relativeError(g, ref)).toBeLessThan(1e-11);
-      report(`load: 32 AᵀA calls interleaved on two devices with peer copies, all ${got.length} results correct`);
-    });
-  },
-  2,
-);
+// Skipped (not failed, even with CK_REQUIRE_GPU) on fewer than two GPUs: the reason is in the title.
+const describeTwo = gpuCount >= 2 ? describe : describe.skip;
+describeTwo(`load on two devices${gpuCount >= 2 ? '' : ` [skipped: needs 2 GPUs, found ${gpuCount}]`}`, () => {
+  test('kernels interleaved on devices 0 and 1, with copies between them', async () => {
+    const n = 200;
+    const host = ck.cpu.randomArray(Float64Array, n * n, 5);
+    const ref = ck.cpu.atA(host, n, n);
+    using a0 = ck.upload(host, { device: 0 });
+    using a1 = ck.upload(host, { device: 1 });
+    const pending: Promise<Float64Array>[] = [];
+    const outs: ck.DeviceArray<'float64'>[] = [];
+    for (let i = 0; i < 32; i++) {
+      const src = i % 2 ? a1 : a0;
+      const c = ck.atA(src, n, n, { method: ck.ataMethods[i % ck.ataMethods.length] });
+      const moved = ck.empty('float64', n * n, { device: 1 - src.device });
+      ck.copyDevice(moved, c);
+      outs.push(c, moved);
+      pending.push(c.toHost(), moved.toHost());
+    }
+    const got = await Promise.all(pending);
+    for (const o of outs) o.free();
+    for (const g of got) expect(ck.cpu.relativeError(g, ref)).toBeLessThan(1e-11);
+    report(`load: 32 AᵀA calls interleaved on two devices with peer copies, all ${got.length} results correct`);
+  });
+});

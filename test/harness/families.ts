@@ -511,20 +511,38 @@ const apspFamily: Family<ApspP> = {
 export const FAMILIES: readonly Family<any>[] = [ata, gemm, scanFamily, reduceFamily, stencilFamily, apspFamily];
 
 /**
- * Runs every variant of a family once on a tiny problem and frees everything: lazily created
- * state (cuBLAS handles and their work space, loaded kernels, the memory pool) then exists before
- * a test measures free memory, so it is not mistaken for a leak.
+ * Runs every variant of a family on a tiny problem and on `samples` random problems within
+ * `limits` (results not checked) and frees everything. CUDA loads kernels lazily, on first launch,
+ * taking device memory for their code (in 2 MiB steps), and cuBLAS creates its handles and work
+ * space on first use: after a warm-up that state exists before a test measures free memory, so it
+ * is not mistaken for a leak. The leak checks also compare repeated runs, which lazy state cannot
+ * fool.
  */
-export async function warmUp(family: Family<unknown>): Promise<void> {
-  const prepared = family.prepare(family.sized(4096, 1));
-  try {
-    for (const method of family.methods) {
-      const ran = prepared.run(method);
-      await ran.check();
-      for (const o of ran.outputs) o.free();
+export async function warmUp(family: Family<unknown>, samples = 0, limits: Limits = LIMITS): Promise<void> {
+  const problems = [family.sized(4096, 1), ...fc.sample(family.params(limits), { seed: 42, numRuns: samples })];
+  for (const p of problems) {
+    const prepared = family.prepare(p);
+    try {
+      for (const method of family.methods) {
+        for (const own of [false, true]) {
+          const ran = prepared.run(method, own);
+          for (const o of ran.outputs) o.free();
+        }
+      }
+    } finally {
+      for (const a of prepared.inputs) a.free();
     }
-  } finally {
-    for (const a of prepared.inputs) a.free();
+  }
+  // The array operations' kernels, for every dtype.
+  for (const dtype of ck.dtypes) {
+    const a = ck.empty(dtype, 1000).fillRandom(1);
+    a.fill(3);
+    const b = a.clone();
+    ck.copyDevice(b, a);
+    ck.deviceRelativeError(a, b);
+    await b.toHost();
+    a.free();
+    b.free();
   }
   ck.synchronize();
 }

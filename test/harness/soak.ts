@@ -23,6 +23,10 @@ const SEED = Number(arg('seed', String((Date.now() ^ (Math.random() * 2 ** 31)) 
 /** Fraction of kernel runs whose results are checked on the CPU (the rest only run). */
 const CHECK = Number(arg('check', '0.25'));
 const LOG = arg('log', '');
+/** Written once the start memory is measured (for a runner that starts other GPU work after it). */
+const START_FILE = arg('start-file', '');
+/** Before the end measurement, wait (up to 10 minutes) for this file: the other work is done. */
+const WAIT_FILE = arg('wait-file', '');
 const LIMITS: Limits = { side: 300, length: 1_000_000 };
 const MiB = 2 ** 20;
 
@@ -46,10 +50,14 @@ async function main(): Promise<number> {
     log(`soak needs a GPU: ${ck.runtimeInfo().noDeviceReason}`);
     return 1;
   }
-  for (const f of FAMILIES) await warmUp(f);
+  // Kernels load lazily on first launch (device memory for their code): run every variant on
+  // problems across the soak's sizes first, so the start measurement already includes them.
+  for (const f of FAMILIES) await warmUp(f, 30, LIMITS);
   ck.synchronize();
   const start = ck.memoryInfo();
   log(`soak start: seed ${SEED}, ${MINUTES} min, memoryInfo free ${start.free} of ${start.total} bytes`);
+  if (START_FILE) fs.writeFileSync(START_FILE, String(start.free));
+  const began = Date.now();
 
   const ops: Record<string, number> = {};
   const count = (k: string) => (ops[k] = (ops[k] ?? 0) + 1);
@@ -124,11 +132,17 @@ async function main(): Promise<number> {
   }
   await Promise.all(inFlight);
   for (const a of live) a.free();
+  const minutes = (Date.now() - began) / 60_000;
+  if (WAIT_FILE) {
+    const until = Date.now() + 600_000;
+    while (!fs.existsSync(WAIT_FILE) && Date.now() < until) await new Promise((r) => setTimeout(r, 1000));
+    log(`waited for ${WAIT_FILE}: ${fs.existsSync(WAIT_FILE) ? 'present' : 'still absent'}`);
+  }
   ck.synchronize();
   const end = ck.memoryInfo();
   const delta = start.free - end.free;
   const total = Object.values(ops).reduce((s, n) => s + n, 0);
-  log(`soak end: ${total} operations ${JSON.stringify(ops)}`);
+  log(`soak end: ${minutes.toFixed(2)} min of operations, ${total} operations ${JSON.stringify(ops)}`);
   log(
     `memoryInfo free: start ${start.free}, end ${end.free}, change ${delta} bytes (${(delta / MiB).toFixed(3)} MiB); ` +
       `failures ${failures.length}; unhandled rejections ${unhandled}`,
