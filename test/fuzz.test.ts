@@ -13,7 +13,16 @@ test(`every public function, ${CALLS} calls with wrong arguments: only TypeError
   const seed = Number(process.env.CK_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const child = spawnSync(
     process.execPath,
-    ['-r', './test/harness/ts-register.js', 'test/harness/fuzz.ts', '--calls', String(CALLS), '--seed', String(seed)],
+    [
+      '--expose-gc',
+      '-r',
+      './test/harness/ts-register.js',
+      'test/harness/fuzz.ts',
+      '--calls',
+      String(CALLS),
+      '--seed',
+      String(seed),
+    ],
     { cwd: root, encoding: 'utf8', timeout: 300_000, maxBuffer: 1 << 26 },
   );
   const where = `fuzz child (seed ${seed}; replay: CK_FUZZ_SEED=${seed} npx jest test/fuzz)`;
@@ -29,7 +38,7 @@ test(`every public function, ${CALLS} calls with wrong arguments: only TypeError
     `fuzz: ${result.calls} calls over ${result.targets} targets in ${result.seconds} s (seed ${seed}, ` +
       `${result.gpu ? 'GPU' : 'no GPU'}): ${JSON.stringify(result.outcomes)}, ${result.skipped} long valid calls skipped` +
       (result.gpu
-        ? `; memoryInfo free after the first fifth ${result.memoryBefore} → at the end ${result.memoryAfter}`
+        ? `; memoryInfo free after the first fifth ${result.memoryBefore} → at the end ${result.memoryAtEnd} → after a garbage collection ${result.memoryAfter}`
         : ''),
   );
   expect(result.failures).toEqual([]);
