@@ -41,6 +41,7 @@ test(`every public function, ${CALLS} calls with wrong arguments: only TypeError
         ? `; memoryInfo free after the first fifth ${result.memoryBefore} → at the end ${result.memoryAtEnd} → after a garbage collection ${result.memoryAfter}`
         : ''),
   );
+  if (result.drops?.length) report(`fuzz: free memory fell at ${result.drops.join('; ')}`);
   expect(result.failures).toEqual([]);
   expect(result.outcomes.other).toBeUndefined();
   expect(result.calls).toBeGreaterThanOrEqual(CALLS);

@@ -446,6 +446,21 @@ async function main(): Promise<void> {
     for (const a of made) a.free();
     made = [];
   }
+  // The largest allocations the wrong values can ask for (2^32 + 1 elements: 16 and 32 GiB), once
+  // each before measuring: the driver may keep page-table memory for the highest amount of memory
+  // ever mapped (a high-water mark, not a leak).
+  if (GPU) {
+    for (const dtype of ck.dtypes) {
+      try {
+        ck.empty(dtype, 2 ** 32 + 1).free();
+      } catch (e) {
+        if (!(e instanceof ck.CudaError)) throw e;
+      }
+    }
+  }
+  /** Where free memory first fell below its lowest level since the measurement began (at most 5). */
+  const drops: string[] = [];
+  let lowest = Infinity;
   // Memory is measured after the first fifth of the calls, so that kernels loaded lazily by their
   // first launch are in place; a leak would keep growing over the other four fifths.
   let memoryBefore: number | null = null;
@@ -492,6 +507,14 @@ async function main(): Promise<void> {
     }
     for (const d of made) d.free();
     made = [];
+    if (memoryBefore !== null) {
+      ck.synchronize();
+      const free = ck.memoryInfo().free;
+      if (free < Math.min(lowest, memoryBefore)) {
+        if (drops.length < 5) drops.push(`call ${calls} ${t.name}(${a.map(describe).join(', ')}): free ${free}`);
+        lowest = free;
+      }
+    }
   }
   if (GPU) ck.synchronize();
   const memoryAtEnd = GPU ? ck.memoryInfo().free : null;
@@ -513,6 +536,7 @@ async function main(): Promise<void> {
     memoryBefore,
     memoryAtEnd,
     memoryAfter,
+    drops,
   };
   const line = JSON.stringify(result);
   if (OUT) fs.writeFileSync(OUT, line);
