@@ -221,4 +221,10 @@ export interface NativeBinding {
     count: number,
     viaHost: boolean,
   ): void;
+  /**
+   * Test-only fault injection (not exported by lib/): 0 launches a kernel with an invalid
+   * configuration (a recoverable CudaError), 1 a kernel writing through a null pointer (a sticky
+   * cudaErrorIllegalAddress: the process's CUDA context is lost; use it in a child process only).
+   */
+  debugFault(kind: 0 | 1, device?: number): void;
 }

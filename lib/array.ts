@@ -159,7 +159,12 @@ export class DeviceArray<D extends Dtype = Dtype> {
   /** A new device array with the same contents (a device-to-device copy). */
   clone(): DeviceArray<D> {
     const out = empty(this.dtype, this.length, { device: this.device, shape: this.shape });
-    copyDevice(out, this);
+    try {
+      copyDevice(out, this);
+    } catch (e) {
+      out.free();
+      throw e;
+    }
     return out;
   }
 
@@ -197,7 +202,12 @@ export function empty<D extends Dtype>(dtype: D, length: number, options: ArrayO
 /** A device array of `length` zeros. */
 export function zeros<D extends Dtype>(dtype: D, length: number, options: ArrayOptions = {}): DeviceArray<D> {
   const a = empty(dtype, length, options);
-  native.fill(a.handle(), 0);
+  try {
+    native.fill(a.handle(), 0);
+  } catch (e) {
+    a.free();
+    throw e;
+  }
   return a;
 }
 

@@ -2,11 +2,13 @@
 # Runs on a GPU host that has CUDA but no Node.js (see gpu-bundle.sh): unpacks the bundle, then
 # runs the requested steps, writing logs and result files into OUTDIR.
 #
-#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [bench] [torch]
+#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [soak] [bench] [torch]
 #
 # CK_BENCH_ARGS   arguments for `cuda-kernels bench` (default: all)
 # CK_JEST_ARGS    extra jest arguments (e.g. a test path) for the test and sanitize steps
-# CK_SANITIZE     compute-sanitizer tools to run (default: memcheck)
+# CK_SANITIZE     compute-sanitizer tools to run (default: memcheck); the suites see the tool in
+#                 CK_SANITIZER_TOOL and shrink their problems (CK_APSP_QUICK=1 too)
+# CK_SOAK_MINUTES minutes of the soak step (default 10)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: gpu-run.sh OUTDIR [steps...]}
@@ -25,6 +27,8 @@ export PATH=/tmp/ck-node/bin:$PATH
 tar -xJf "$bundle/payload.tar.xz"
 export CK_COMMIT=$(cat "$bundle/commit" 2>/dev/null || echo unknown)
 export CK_REQUIRE_GPU=1
+# The reliability suites append their numbers (cases run, fuzz calls, memory) here.
+export CK_REPORT_FILE="$out/report.txt"
 note "commit $CK_COMMIT; node $(node --version); $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
 
 # The compile-time proof that cublas.h matches cublas_v2.h (this host has the header).
@@ -51,11 +55,16 @@ for step in $steps; do
       for tool in ${CK_SANITIZE:-memcheck}; do
         # API errors are part of the tests (out-of-memory on purpose) and each is checked by the addon;
         # kernel memory errors, races and uninitialised reads are what the sanitizer is here for.
-        CK_PROGRESS_FILE="$out/sanitize-$tool-progress.log" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 --target-processes all \
+        CK_SANITIZER_TOOL=$tool CK_APSP_QUICK=1 CK_PROGRESS_FILE="$out/sanitize-$tool-progress.log" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 --target-processes all \
           "${jest[@]}" > "$out/sanitize-$tool.log" 2>&1
         rc=$?
-        note "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitize-$tool.log" | tail -1)"
+        # One summary per process (the suites start child processes): all of them, counted.
+        note "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY' "$out/sanitize-$tool.log" | sort | uniq -c | tr -s ' ' | paste -sd ';')"
       done
+      ;;
+    soak)
+      node -r ./test/harness/ts-register.js test/harness/soak.ts --minutes "${CK_SOAK_MINUTES:-10}" --log "$out/soak.log" > /dev/null 2>&1
+      note "soak: exit $?; $(grep -E 'memoryInfo free: start' "$out/soak.log" | tail -1)"
       ;;
     bench)
       mkdir -p "$out/results"

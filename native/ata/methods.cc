@@ -25,7 +25,8 @@ void checkCols(int64_t cols) {
 void runCublasGemm(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t) {
   checkCols(cols);
   const cublas::Api& api = cublas::api();
-  cublas::Handle h = cublas::handle(device);
+  const cublas::Session session(device);
+  const cublas::Handle h = session.handle();
   const int n = static_cast<int>(cols);
   const double one = 1.0;
   for (int64_t k0 = 0; k0 < rows; k0 += kMaxChunk) {
@@ -42,7 +43,8 @@ void runCublasGemm(const double* A, double* C, int64_t rows, int64_t cols, int d
 void runCublasSyrk(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t stream) {
   checkCols(cols);
   const cublas::Api& api = cublas::api();
-  cublas::Handle h = cublas::handle(device);
+  const cublas::Session session(device);
+  const cublas::Handle h = session.handle();
   const int n = static_cast<int>(cols);
   const double one = 1.0;
   for (int64_t k0 = 0; k0 < rows; k0 += kMaxChunk) {

@@ -108,19 +108,40 @@ void check(Status s, const char* call) {
                     std::string(a.getStatusString(s)) + " (" + a.getStatusName(s) + " in " + call + ")");
 }
 
-Handle handle(int device) {
+namespace {
+
+struct PerDevice {
+  std::mutex use;  // held by a Session
+  Handle handle = nullptr;
+};
+
+PerDevice& perDevice(int device) {
   static std::mutex mutex;
-  static std::vector<Handle> handles;
+  static std::vector<PerDevice> devices;
+  std::lock_guard<std::mutex> lock(mutex);
+  // Sized once, never resized: Sessions keep references to the elements.
+  if (devices.empty()) devices = std::vector<PerDevice>(static_cast<size_t>(runtimeStatus().deviceCount));
+  return devices[static_cast<size_t>(device)];
+}
+
+}  // namespace
+
+Session::Session(int device) {
   const Api& a = api();
   cudaStream_t stream = libraryStream(device);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (handles.empty()) handles.assign(static_cast<size_t>(runtimeStatus().deviceCount), nullptr);
-  Handle& h = handles[static_cast<size_t>(device)];
-  if (h == nullptr) {
+  PerDevice& d = perDevice(device);
+  lock_ = std::unique_lock<std::mutex>(d.use);
+  if (d.handle == nullptr) {
+    Handle h = nullptr;
     CK_CUBLAS(a.create(&h));
-    CK_CUBLAS(a.setStream(h, stream));
+    const Status s = a.setStream(h, stream);
+    if (s != kSuccess) {
+      a.destroy(h);
+      CK_CUBLAS(s);
+    }
+    d.handle = h;
   }
-  return h;
+  handle_ = d.handle;
 }
 
 }  // namespace cublas

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
 #include <string>
 
 namespace ck {
@@ -53,8 +54,19 @@ struct Api {
 // it cannot be loaded. Loading is attempted once per process.
 const Api& api();
 
-// The cuBLAS handle for `device`, bound to the library stream of that device (created on first use).
-Handle handle(int device);
+// The cuBLAS handle for `device`, bound to the library stream of that device (created on first
+// use), held for one thread at a time: cuBLAS forbids using a handle from several host threads at
+// once, and every worker_thread that loads the addon shares these handles. Keep the Session alive
+// across the cuBLAS calls that use it.
+class Session {
+ public:
+  explicit Session(int device);
+  Handle handle() const { return handle_; }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  Handle handle_ = nullptr;
+};
 
 // Throws CudaFailure with the cuBLAS status name when `s` is not success.
 void check(Status s, const char* call);

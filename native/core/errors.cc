@@ -4,11 +4,35 @@
 
 namespace ck {
 
+// Errors after which the CUDA context is corrupted: every later CUDA call in the process fails
+// with the same error, so the message has to say that nothing but a restart helps.
+static bool isSticky(cudaError_t err) {
+  switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorContextIsDestroyed: return true;
+    default: return false;
+  }
+}
+
+static std::string describe(cudaError_t err, const std::string& call) {
+  std::string m = std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + " in " + call + ")";
+  if (isSticky(err)) {
+    m += ": the CUDA context is lost; every further CUDA call in this process fails, so restart the process";
+  }
+  return m;
+}
+
 CudaFailure::CudaFailure(cudaError_t err, const std::string& call)
-    : std::runtime_error(std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + " in " + call +
-                         ")"),
-      code_(cudaGetErrorName(err)),
-      call_(call) {}
+    : std::runtime_error(describe(err, call)), code_(cudaGetErrorName(err)), call_(call) {}
 
 void check(cudaError_t err, const char* call) {
   if (err == cudaSuccess) return;

@@ -19,7 +19,8 @@ void runCublas(const float* A, const float* B, float* C, int64_t m, int64_t k, i
     throw CudaFailure("cudaErrorInvalidValue", "cublasSgemm", "a dimension exceeds cuBLAS's int range");
   }
   const cublas::Api& api = cublas::api();
-  cublas::Handle h = cublas::handle(device);
+  const cublas::Session session(device);
+  const cublas::Handle h = session.handle();
   CK_CUBLAS(api.setMathMode(h, cublas::Math::Default));
   const float one = 1.0f, zero = 0.0f;
   CK_CUBLAS(api.sgemm(h, cublas::Operation::N, cublas::Operation::N, static_cast<int>(n), static_cast<int>(m),

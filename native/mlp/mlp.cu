@@ -10,6 +10,7 @@
 //   kernels; with streams > 1 the weight-gradient GEMMs run on a side stream beside the
 //   input-gradient ones.
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -343,23 +344,27 @@ void enqueueUpdate(const Net& net, const Buffers& buf, const float* grads, int s
 struct SideResources {
   cudaStream_t streams[kMaxStreams] = {};
   cublas::Handle sideHandle = nullptr;  // bound to streams[0]
+  std::mutex handleMutex;               // held while a call uses sideHandle (one host thread at a time)
 };
 
 SideResources& side(int device) {
   static std::mutex mutex;
-  static std::vector<SideResources> all;
+  static std::vector<std::unique_ptr<SideResources>> all;
   std::lock_guard<std::mutex> lock(mutex);
   if (all.size() <= static_cast<size_t>(device)) all.resize(static_cast<size_t>(device) + 1);
-  SideResources& r = all[static_cast<size_t>(device)];
-  if (r.streams[0] == nullptr)
-    for (auto& s : r.streams) CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return r;
+  auto& r = all[static_cast<size_t>(device)];
+  if (!r) {
+    auto fresh = std::make_unique<SideResources>();
+    for (auto& s : fresh->streams) CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    r = std::move(fresh);
+  }
+  return *r;
 }
 
+// The second cuBLAS handle of `device`, bound to its first side stream; the caller holds
+// side(device).handleMutex while using it.
 cublas::Handle sideHandle(int device) {
   SideResources& r = side(device);
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
   if (r.sideHandle == nullptr) {
     const cublas::Api& a = cublas::api();
     cublas::Handle h = nullptr;
@@ -493,10 +498,14 @@ void stepCublas(const Step& s, const float* X, const float* T, int64_t rows, int
                 cudaStream_t stream, const Events& ev, float eta, float alpha) {
   const Net& net = s.net;
   const int L = net.layers();
-  cublas::Handle main = cublas::handle(device);
+  // Both handles are held for the whole step: cuBLAS allows one host thread per handle at a time.
+  const cublas::Session session(device);
+  const cublas::Handle main = session.handle();
   CK_CUBLAS(cublas::api().setMathMode(main, cublas::Math::Default));
   const bool fork = streams > 1;
-  cublas::Handle gradHandle = fork ? sideHandle(device) : main;
+  std::unique_lock<std::mutex> sideLock;
+  if (fork) sideLock = std::unique_lock<std::mutex>(side(device).handleMutex);
+  const cublas::Handle gradHandle = fork ? sideHandle(device) : main;
   cudaStream_t gradStream = fork ? side(device).streams[0] : stream;
   float* ws = s.buf.workspace;
   float* grads = ws + s.lay.grads;
@@ -557,8 +566,13 @@ void forward(const Net& net, const Buffers& buf, const float* X, float* Y, const
   CK_CUDA(cudaGetDevice(&device));
   const Layout lay(net, rows, 1, kCustom, false);
   const Step s{net, buf, lay};
-  forwardRows(s, X, T, Y, 0, rows, false, method, method == kCublas ? cublas::handle(device) : nullptr,
-              stream);
+  if (method == kCublas) {
+    const cublas::Session session(device);
+    CK_CUBLAS(cublas::api().setMathMode(session.handle(), cublas::Math::Default));
+    forwardRows(s, X, T, Y, 0, rows, false, method, session.handle(), stream);
+  } else {
+    forwardRows(s, X, T, Y, 0, rows, false, method, nullptr, stream);
+  }
 }
 
 }  // namespace mlp

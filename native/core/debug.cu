@@ -1,0 +1,51 @@
+// Test-only fault injection: `debugFault(kind)` on the raw binding (never exported by lib/), so
+// the reliability tests can show how a kernel fault is reported.
+//
+//   0 (invalid launch): a launch with more threads per block than any GPU allows. The runtime
+//     rejects it before it reaches the device (cudaErrorInvalidConfiguration), a recoverable
+//     error: the context and every live array stay usable.
+//   1 (illegal address): a kernel that writes through a null pointer. cudaErrorIllegalAddress is
+//     sticky: the context is lost for the rest of the process, so tests call it only in a child
+//     process.
+#include <napi.h>
+
+#include "args.h"
+#include "device.h"
+#include "errors.h"
+
+namespace ck {
+
+namespace {
+
+__global__ void debug_fault_store_kernel(int* target) {
+  if (threadIdx.x == 0) *target = 1;
+}
+
+Napi::Value debugFault(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int kind = intArg(info, 0, "kind");
+  const int device = info.Length() > 1 ? intArg(info, 1, "device") : 0;
+  if (kind < 0 || kind > 1)
+    throw Napi::RangeError::New(env, "kind must be 0 (invalid launch) or 1 (illegal address)");
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(device);
+    if (kind == 0) {
+      debug_fault_store_kernel<<<1, 4096, 0, stream>>>(nullptr);
+      CK_CUDA(cudaGetLastError());
+      throw CudaFailure("ckFaultNotRaised", "debug_fault_store_kernel",
+                        "the invalid launch was not rejected");
+    }
+    debug_fault_store_kernel<<<1, 32, 0, stream>>>(nullptr);
+    CK_CUDA(cudaGetLastError());
+    CK_CUDA(cudaStreamSynchronize(stream));
+  });
+  return env.Undefined();
+}
+
+}  // namespace
+
+void registerDebug(Napi::Env env, Napi::Object exports) {
+  exports.Set("debugFault", Napi::Function::New(env, debugFault, "debugFault"));
+}
+
+}  // namespace ck

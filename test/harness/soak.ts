@@ -1,0 +1,164 @@
+// Soak: random operations for a given time — every family and variant on random problems (results
+// checked against the CPU references), uploads, clones, device copies, fills, frees, and toHost()
+// promises left in flight while other work runs — then everything is freed and device memory must
+// be back where it started (± 1 MiB), with no failures and no unhandled rejections.
+//
+//   npm run soak -- --minutes 10 [--seed S] [--check 0.25] [--log soak.log]
+//
+// Exit code 0 when all of that holds, 1 otherwise. Logs start and end memory and the operation counts.
+import * as fs from 'node:fs';
+
+import fc from 'fast-check';
+
+import * as ck from '../../lib';
+import { FAMILIES, type Limits, rng, warmUp } from './families';
+
+const args = process.argv.slice(2);
+const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const MINUTES = Number(arg('minutes', '10'));
+const SEED = Number(arg('seed', String((Date.now() ^ (Math.random() * 2 ** 31)) >>> 0)));
+/** Fraction of kernel runs whose results are checked on the CPU (the rest only run). */
+const CHECK = Number(arg('check', '0.25'));
+const LOG = arg('log', '');
+/** Written once the start memory is measured (for a runner that starts other GPU work after it). */
+const START_FILE = arg('start-file', '');
+/** Before the end measurement, wait (up to 10 minutes) for this file: the other work is done. */
+const WAIT_FILE = arg('wait-file', '');
+const LIMITS: Limits = { side: 300, length: 1_000_000 };
+const MiB = 2 ** 20;
+
+const random = rng(SEED);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+
+function log(line: string): void {
+  const text = `${new Date().toISOString()} ${line}`;
+  process.stdout.write(text + '\n');
+  if (LOG) fs.appendFileSync(LOG, text + '\n');
+}
+
+let unhandled = 0;
+process.on('unhandledRejection', (e) => {
+  unhandled++;
+  log(`unhandled rejection: ${String(e)}`);
+});
+
+async function main(): Promise<number> {
+  if (ck.deviceCount() === 0) {
+    log(`soak needs a GPU: ${ck.runtimeInfo().noDeviceReason}`);
+    return 1;
+  }
+  // Kernels load lazily on first launch (device memory for their code): run every variant on
+  // problems across the soak's sizes first, so the start measurement already includes them.
+  for (const f of FAMILIES) await warmUp(f, 30, LIMITS);
+  ck.synchronize();
+  const start = ck.memoryInfo();
+  log(`soak start: seed ${SEED}, ${MINUTES} min, memoryInfo free ${start.free} of ${start.total} bytes`);
+  if (START_FILE) fs.writeFileSync(START_FILE, String(start.free));
+  const began = Date.now();
+
+  const ops: Record<string, number> = {};
+  const count = (k: string) => (ops[k] = (ops[k] ?? 0) + 1);
+  const failures: string[] = [];
+  const live: ck.DeviceArray[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+  const deadline = Date.now() + MINUTES * 60_000;
+  let lastReport = Date.now();
+  let sample = 0;
+
+  while (Date.now() < deadline && failures.length < 10) {
+    const r = random();
+    try {
+      if (r < 0.45) {
+        const family = pick(FAMILIES);
+        const [p] = fc.sample(family.params(LIMITS), { seed: SEED + sample++, numRuns: 1 });
+        const prepared = family.prepare(p);
+        try {
+          const method = pick(family.methods);
+          const ran = prepared.run(method, random() < 0.5);
+          if (random() < CHECK) {
+            const error = await ran.check();
+            if (error) failures.push(`${family.name} ${method} ${family.label(p)}: ${error}`);
+          }
+          for (const o of ran.outputs) o.free();
+          count(family.name);
+        } finally {
+          for (const a of prepared.inputs) a.free();
+        }
+      } else if (r < 0.6) {
+        const dtype = pick(ck.dtypes);
+        const n = Math.floor(random() * 200_000);
+        const a = random() < 0.5 ? ck.empty(dtype, n).fillRandom(sample++) : ck.zeros(dtype, n);
+        live.push(a);
+        count('alloc');
+      } else if (r < 0.7 && live.length) {
+        const a = pick(live);
+        const b = a.clone();
+        live.push(b);
+        if (b.length && random() < 0.5) {
+          const c = ck.empty(a.dtype, b.length);
+          ck.copyDevice(c, b, { count: b.length });
+          live.push(c);
+        }
+        count('clone/copy');
+      } else if (r < 0.85 && live.length) {
+        // A copy left in flight; its array may be freed before it completes.
+        const a = pick(live);
+        const p = a.toHost().then((h) => {
+          if (h.length !== a.length) failures.push('toHost returned the wrong length');
+        });
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        count('toHost');
+      } else if (live.length) {
+        const i = Math.floor(random() * live.length);
+        live[i].free();
+        live.splice(i, 1);
+        count('free');
+      }
+      if (live.length > 200) {
+        for (const a of live.splice(0, 100)) a.free();
+      }
+      if (inFlight.size > 500) await Promise.all(inFlight);
+    } catch (e) {
+      failures.push(`unexpected ${String(e)}`);
+    }
+    if (Date.now() - lastReport > 60_000) {
+      lastReport = Date.now();
+      log(`… ${JSON.stringify(ops)}, ${live.length} live arrays, memoryInfo free ${ck.memoryInfo().free}`);
+    }
+  }
+  await Promise.all(inFlight);
+  for (const a of live) a.free();
+  const minutes = (Date.now() - began) / 60_000;
+  if (WAIT_FILE) {
+    const until = Date.now() + 600_000;
+    while (!fs.existsSync(WAIT_FILE) && Date.now() < until) await new Promise((r) => setTimeout(r, 1000));
+    log(`waited for ${WAIT_FILE}: ${fs.existsSync(WAIT_FILE) ? 'present' : 'still absent'}`);
+  }
+  ck.synchronize();
+  const end = ck.memoryInfo();
+  const delta = start.free - end.free;
+  const total = Object.values(ops).reduce((s, n) => s + n, 0);
+  log(`soak end: ${minutes.toFixed(2)} min of operations, ${total} operations ${JSON.stringify(ops)}`);
+  log(
+    `memoryInfo free: start ${start.free}, end ${end.free}, change ${delta} bytes (${(delta / MiB).toFixed(3)} MiB); ` +
+      `failures ${failures.length}; unhandled rejections ${unhandled}`,
+  );
+  for (const f of failures) log(`failure: ${f}`);
+  const ok = Math.abs(delta) <= MiB && failures.length === 0 && unhandled === 0;
+  log(ok ? 'soak passed' : 'soak FAILED');
+  return ok ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e) => {
+    log(`soak crashed: ${String(e?.stack ?? e)}`);
+    process.exitCode = 1;
+  },
+);
