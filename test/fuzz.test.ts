@@ -45,7 +45,10 @@ test(`every public function, ${CALLS} calls with wrong arguments: only TypeError
   expect(result.failures).toEqual([]);
   expect(result.outcomes.other).toBeUndefined();
   expect(result.calls).toBeGreaterThanOrEqual(CALLS);
-  // Under a sanitizer the soak may share the device (scripts/gpu-run.sh), so only native runs check memory.
+  // Under a sanitizer the soak may share the device (scripts/gpu-run.sh), so only native runs check
+  // memory. The driver hands out small allocations from 2 MiB chunks and keeps or returns a chunk
+  // depending on the allocation pattern: two H100 runs of bab53a0 ended 2 MiB above and 2 MiB below
+  // their start with every array freed. A leak grows with the calls; one chunk either way does not.
   if (result.gpu && !process.env.CK_SANITIZER_TOOL)
-    expect(Math.abs(result.memoryBefore - result.memoryAfter)).toBeLessThanOrEqual(2 ** 20);
+    expect(Math.abs(result.memoryBefore - result.memoryAfter)).toBeLessThanOrEqual(2 ** 21);
 }, 320_000);

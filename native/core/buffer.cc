@@ -22,7 +22,10 @@ static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError) {
   cudaError_t err = cudaSetDevice(b.device);
   if (err == cudaSuccess) err = cudaFree(b.ptr);
   b.ptr = nullptr;
-  Napi::MemoryManagement::AdjustExternalMemory(env, -static_cast<int64_t>(b.bytes));
+  // The C call, not Napi::MemoryManagement: this also runs in finalizers and while a worker's
+  // environment is torn down, where a failing status must not become a C++ exception.
+  int64_t unused = 0;
+  napi_adjust_external_memory(env, -static_cast<int64_t>(b.bytes), &unused);
   if (err != cudaSuccess) {
     cudaGetLastError();
     if (throwOnError) throw CudaFailure(err, "cudaFree");
@@ -181,20 +184,28 @@ class DownloadWorker : public Napi::AsyncWorker {
     if (err_ != cudaSuccess) call_ = "cudaStreamSynchronize";
   }
 
+  // Settling the promise fails (and node-addon-api throws) when the environment is going away, a
+  // worker terminated with this copy in flight: there is no one left to tell, so that is ignored.
   void OnOK() override {
     Napi::Env env = Env();
     settleBuffer();
-    if (err_ != cudaSuccess) {
-      cudaGetLastError();
-      deferred_.Reject(makeJsError(env, CudaFailure(err_, call_)).Value());
-    } else {
-      deferred_.Resolve(target_.Value());
+    try {
+      if (err_ != cudaSuccess) {
+        cudaGetLastError();
+        deferred_.Reject(makeJsError(env, CudaFailure(err_, call_)).Value());
+      } else {
+        deferred_.Resolve(target_.Value());
+      }
+    } catch (const Napi::Error&) {
     }
   }
 
   void OnError(const Napi::Error& e) override {
     settleBuffer();
-    deferred_.Reject(e.Value());
+    try {
+      deferred_.Reject(e.Value());
+    } catch (const Napi::Error&) {
+    }
   }
 
  private:
