@@ -1,34 +1,6 @@
 import * as ck from '../lib';
+import { hostGraph } from './harness/families';
 import { describeGpu, gpuCount } from './helpers/gpu';
-
-const { INF } = ck;
-
-/** xorshift32 in [0, 1). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 4294967296;
-  };
-}
-
-/** A random digraph with zero weights and an unreachable last fifth (as in apsp.test.ts). */
-function hostGraph(n: number, density: number, seed: number): Int32Array {
-  const r = rng(seed);
-  const w = new Int32Array(n * n).fill(INF);
-  const cut = Math.ceil(n * 0.8);
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < n; j++) {
-      if (i === j) w[i * n + j] = 0;
-      else if (!(i < cut && j >= cut) && r() < density) w[i * n + j] = Math.floor(r() * 101);
-    }
-  }
-  return w;
-}
 
 const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 

@@ -6,42 +6,13 @@ import * as ck from '../lib';
 import { progressReporter } from '../lib/cli/apsp';
 import { native } from '../lib/native';
 import { expectThrows } from './helpers/errors';
+import { hostGraph, rng } from './harness/families';
 import { describeGpu, describeNoGpu } from './helpers/gpu';
 
 const { INF } = ck;
 // CK_APSP_QUICK=1 (the compute-sanitizer runs) keeps the GPU cases small.
 const QUICK = process.env.CK_APSP_QUICK === '1';
 const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
-
-/** xorshift32 in [0, 1). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 4294967296;
-  };
-}
-
-/**
- * A random digraph: each edge with probability `density`, weights 0…maxWeight (zeros included). The
- * last fifth of the vertices gets no edges from the rest, so part of the matrix is unreachable.
- */
-function hostGraph(n: number, density: number, seed: number, maxWeight = 100): Int32Array {
-  const r = rng(seed);
-  const w = new Int32Array(n * n).fill(INF);
-  const cut = Math.ceil(n * 0.8);
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < n; j++) {
-      if (i === j) w[i * n + j] = 0;
-      else if (!(i < cut && j >= cut) && r() < density) w[i * n + j] = Math.floor(r() * (maxWeight + 1));
-    }
-  }
-  return w;
-}
 
 /** Dijkstra from every source (O(n³) with an array scan): an independent check of cpu.apsp. */
 function dijkstraAll(w: Int32Array, n: number): Int32Array {

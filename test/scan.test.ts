@@ -1,5 +1,6 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
+import { floatScanError } from './harness/families';
 import { describeGpu } from './helpers/gpu';
 
 const LENGTHS = [0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 65_537, 2 ** 20 + 7];
@@ -19,24 +20,6 @@ function hostInput(dtype: ck.Dtype, n: number, seed: number): ck.HostArray {
 // The loops below avoid Math.abs / Math.max: inside jest's sandbox those calls are not inlined and
 // cost ~60× more, which made the 10^8-element checks take minutes.
 const abs = (x: number) => (x < 0 ? -x : x);
-
-/** Largest |out_i − ref_i| / Σ_{j≤i} |in_j| (the bound a reordered float sum can promise); NaN gives Infinity. */
-function floatScanError(
-  out: ArrayLike<number>,
-  ref: Float64Array,
-  input: ArrayLike<number>,
-  inclusive: boolean,
-): number {
-  let absPrefix = 0;
-  let worst = 0;
-  for (let i = 0; i < ref.length; i++) {
-    if (inclusive) absPrefix += abs(input[i]);
-    const e = abs(out[i] - ref[i]) / (absPrefix > 1e-300 ? absPrefix : 1e-300);
-    if (!(e <= worst)) worst = e === e ? e : Infinity;
-    if (!inclusive) absPrefix += abs(input[i]);
-  }
-  return worst;
-}
 
 /** floatScanError for an inclusive scan, without building the reference arrays. */
 function fusedFloatScanError(out: ArrayLike<number>, input: ArrayLike<number>): number {
