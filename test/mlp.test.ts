@@ -1,4 +1,5 @@
 import * as ck from '../lib';
+import { flatWeights } from './harness/families';
 import { expectThrows } from './helpers/errors';
 import { describeGpu } from './helpers/gpu';
 
@@ -11,11 +12,8 @@ function data(P: number, n: number, m: number, seed: number): { X: Float32Array;
   return { X, T };
 }
 
-const flat = (w: ck.MlpWeights): Float64Array =>
-  Float64Array.from(w.weights.flatMap((layer, l) => [...layer, ...w.biases[l]]));
-
 /** ‖a − b‖ / ‖b‖ over all parameters. */
-const weightError = (a: ck.MlpWeights, b: ck.MlpWeights) => ck.cpu.relativeError(flat(a), flat(b));
+const weightError = (a: ck.MlpWeights, b: ck.MlpWeights) => ck.cpu.relativeError(flatWeights(a), flatWeights(b));
 
 const relative = (a: number, b: number) => (a === b ? 0 : (a > b ? a - b : b - a) / (b > 0 ? b : -b));
 
@@ -26,9 +24,9 @@ describe('cpu.Mlp (the reference)', () => {
     const spec = { layers: [3, 5, 4, 2], eta: 0.1, seed: 11, activation: 'tanh' as const };
     const { X, T } = data(7, 3, 2, 5);
     const net = new ck.cpu.Mlp(spec);
-    const w0 = flat(net.getWeights());
+    const w0 = flatWeights(net.getWeights());
     net.train(X, T, { epochs: 1 }); // α = 0: ΔW = −η·∂E/∂W
-    const grad = flat(net.getWeights()).map((w, i) => -(w - w0[i]) / spec.eta);
+    const grad = flatWeights(net.getWeights()).map((w, i) => -(w - w0[i]) / spec.eta);
     const base = new ck.cpu.Mlp(spec).getWeights();
     const h = 1e-6;
     const at = (i: number, delta: number) => {

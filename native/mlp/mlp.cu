@@ -41,15 +41,12 @@ constexpr int kTile = 64;          // output tile of the custom GEMM (kTile × k
 constexpr int kTileK = 16;
 constexpr int kGemmThreads = 256;  // 16 × 16 threads, 4 × 4 outputs each
 
-int gradientSets(Method method, int streams) {
-  return method == kCustom ? streams : 1;
-}
-
-// Offsets (in floats) of the workspace's parts; see workspaceFloats.
+// Offsets (in floats) of the workspace's parts; see workspaceFloats. One gradient set per stream
+// (what the custom method needs; the cuBLAS method uses the first).
 struct Layout {
   std::vector<int64_t> act, delta;  // index l = 1..L
   int64_t grads = 0, partials = 0, total = 0;
-  Layout(const Net& net, int64_t batch, int streams, Method method, bool train) {
+  Layout(const Net& net, int64_t batch, int streams, bool train) {
     const int L = net.layers();
     act.assign(L + 1, 0);
     delta.assign(L + 1, 0);
@@ -57,7 +54,7 @@ struct Layout {
     for (int l = 1; l <= L; ++l) act[l] = off, off += batch * net.sizes[l];
     if (train) {
       for (int l = 1; l <= L; ++l) delta[l] = off, off += batch * net.sizes[l];
-      grads = off, off += gradientSets(method, streams) * net.parameterCount();
+      grads = off, off += static_cast<int64_t>(streams) * net.parameterCount();
       partials = off, off += static_cast<int64_t>(streams) * kColsumChunks * net.widest();
     }
     total = off;
@@ -538,15 +535,14 @@ void stepCublas(const Step& s, const float* X, const float* T, int64_t rows, int
 }  // namespace
 
 int64_t workspaceFloats(const Net& net, int64_t batch, int streams, bool train) {
-  // Sized for the custom method, which keeps the most gradient sets.
-  return Layout(net, batch, streams, kCustom, train).total;
+  return Layout(net, batch, streams, train).total;
 }
 
 void trainEpoch(const Net& net, const Buffers& buf, const float* X, const float* T, int64_t patterns,
                 int64_t batch, float eta, float alpha, Method method, int streams, cudaStream_t stream) {
   int device = 0;
   CK_CUDA(cudaGetDevice(&device));
-  const Layout lay(net, batch, streams, kCustom, true);
+  const Layout lay(net, batch, streams, true);
   const Step s{net, buf, lay};
   const Events ev(std::max(streams + 1, net.layers() + 1));
   for (int64_t p0 = 0; p0 < patterns; p0 += batch) {
@@ -564,7 +560,7 @@ void forward(const Net& net, const Buffers& buf, const float* X, float* Y, const
              Method method, cudaStream_t stream) {
   int device = 0;
   CK_CUDA(cudaGetDevice(&device));
-  const Layout lay(net, rows, 1, kCustom, false);
+  const Layout lay(net, rows, 1, false);
   const Step s{net, buf, lay};
   if (method == kCublas) {
     const cublas::Session session(device);

@@ -539,7 +539,8 @@ interface MlpP {
 
 const EPOCHS = 2;
 
-const flatWeights = (w: ck.MlpWeights): Float64Array =>
+/** The weights of `getWeights()` as one vector, in the parameter layout (W_0, b_0, W_1, …). */
+export const flatWeights = (w: ck.MlpWeights): Float64Array =>
   Float64Array.from(w.weights.flatMap((layer, l) => [...layer, ...w.biases[l]]));
 
 const mlpFamily: Family<MlpP> = {
