@@ -19,6 +19,7 @@ static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError) {
   if (b.released) return;
   b.released = true;
   if (b.ptr == nullptr) return;
+  DeviceRestore restore;  // finalizers run outside guard()
   cudaError_t err = cudaSetDevice(b.device);
   if (err == cudaSuccess) err = cudaFree(b.ptr);
   b.ptr = nullptr;
@@ -170,6 +171,7 @@ class DownloadWorker : public Napi::AsyncWorker {
   Napi::Promise promise() const { return deferred_.Promise(); }
 
   void Execute() override {
+    DeviceRestore restore;  // a libuv pool thread, shared with other addons
     err_ = cudaSetDevice(buffer_.device);
     if (err_ != cudaSuccess) {
       call_ = "cudaSetDevice";

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "device_restore.h"
+
 namespace ck {
 
 // A failure with a symbolic code ("cudaErrorMemoryAllocation", "cublasLibraryNotFound", ...), the
@@ -35,9 +37,11 @@ void check(cudaError_t err, const char* call);
 // Builds the JS error object (an instance of the registered CudaError class when there is one).
 Napi::Error makeJsError(Napi::Env env, const CudaFailure& failure);
 
-// Runs `body`, converting CudaFailure into a thrown JS CudaError. Every binding goes through it.
+// Runs `body`, converting CudaFailure into a thrown JS CudaError, and puts the thread's current
+// device back as it was. Every binding goes through it.
 template <typename F>
 auto guard(Napi::Env env, F&& body) -> decltype(body()) {
+  DeviceRestore restore;
   try {
     return body();
   } catch (const CudaFailure& f) {

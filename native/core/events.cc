@@ -18,6 +18,7 @@ struct EventTimer {
 
   ~EventTimer() {
     if (start == nullptr && stop == nullptr) return;
+    DeviceRestore restore;
     if (cudaSetDevice(device) == cudaSuccess) {
       if (start) cudaEventDestroy(start);
       if (stop) cudaEventDestroy(stop);
