@@ -21,18 +21,23 @@ constexpr int kMaxPassSweeps = 8;
 struct State {
   unsigned long long residual[3][kMaxPassSweeps];
   unsigned long long finalResidual;
-  int converged;      // set by the first pass that finds an earlier sweep within tolerance
-  int convergedPass;  // the pass holding that sweep
+  int converged;            // set by the first pass that finds an earlier sweep within tolerance
+  long long convergedPass;  // the pass holding that sweep
   long long iterations;
 };
 
+// Pass numbers are 64-bit: basic and tiled run one sweep a pass, and maxIterations may reach 2^53.
 struct Pass {
-  int index;        // pass number p
+  long long index;  // pass number p
   int sweeps;       // sweeps this pass runs (1 for basic/tiled)
   int prevSweeps;   // sweeps of pass p − 1
   long long first;  // sweeps done before this pass
   bool check;       // false for a replay, which must run whatever the state says
 };
+
+// The check the fix of a 32-bit pass counter left behind: 2^31 single-sweep passes are within reach.
+static_assert(sizeof(Pass::index) == 8 && sizeof(State::convergedPass) == 8 && sizeof(Pass::first) == 8,
+              "pass and sweep numbers must be 64-bit");
 
 template <typename T>
 struct Weights {
@@ -523,8 +528,8 @@ cudaError_t runTyped(Method method, const T* in, T* a, T* b, const Problem& pb, 
   auto dest = [&](long long p) -> T* { return bufs[p % 2]; };
   // Passes are full (S sweeps) except the one that reaches maxIterations, so pass p starts at p·S.
   const long long chunk = (pb.checkEvery + S - 1) / S * S;
-  long long launched = 0;
-  int pass = 0, prevSweeps = 0;
+  long long launched = 0, pass = 0;
+  int prevSweeps = 0;
   for (;;) {
     const long long target = launched + chunk < pb.maxIterations ? launched + chunk : pb.maxIterations;
     while (launched < target) {
@@ -540,16 +545,15 @@ cudaError_t runTyped(Method method, const T* in, T* a, T* b, const Problem& pb, 
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
     if (err != cudaSuccess) return err;
 
-    const int last = pass - 1;
-    long long done = -1;
-    int where = -1;
+    const long long last = pass - 1;
+    long long done = -1, where = -1;
     if (h.converged) {
       done = h.iterations;
       where = h.convergedPass;
     } else {
       for (int j = 0; j < prevSweeps; ++j) {
         if (static_cast<double>(fromBits<T>(h.residual[last % 3][j])) <= pb.tolerance) {
-          done = static_cast<long long>(last) * S + j + 1;
+          done = last * S + j + 1;
           where = last;
           break;
         }
@@ -562,7 +566,7 @@ cudaError_t runTyped(Method method, const T* in, T* a, T* b, const Problem& pb, 
     }
     // Sweeps of pass `where` up to the converged one; the later passes were skipped, so that pass's
     // input is intact and a shorter replay of it leaves exactly the converged grid.
-    const long long passFirst = static_cast<long long>(where) * S;
+    const long long passFirst = where * S;
     const int needed = static_cast<int>(done - passFirst);
     const int ran = where == last ? prevSweeps : S;
     if (needed < ran) {
