@@ -404,6 +404,72 @@ describeGpu('apsp', () => {
     expect(ck.deviceRelativeError(a, s)).toBe(0);
   });
 
+  // Before the arrays were held for the whole call, out.free() in the callback released the memory
+  // the remaining rounds still wrote: an array allocated right after it (which gets the same memory
+  // back) was overwritten by those rounds.
+  test('onRound may free the arrays: their memory stays with the run until it returns', () => {
+    const n = 512; // a multiple of 128: fast writes `out` in place, no workspace
+    const w = hostGraph(n, 0.02, freshSeed());
+    const g = ck.upload(w);
+    const out = ck.empty('int32', n * n);
+    const victims: ck.DeviceArray<'int32'>[] = [];
+    const result = ck.apsp(g, n, {
+      out,
+      onRound: (done) => {
+        if (done !== 1) return;
+        out.free();
+        g.free();
+        victims.push(ck.full('int32', n * n, 7), ck.full('int32', n * n, 7));
+      },
+    });
+    expect(result).toBe(out);
+    expect(out.freed).toBe(true);
+    for (const v of victims) {
+      expect(v.toHostSync().every((x) => x === 7)).toBe(true);
+      v.free();
+    }
+  });
+
+  test('onRound may read the arrays; writing out or next from it is refused', () => {
+    const n = 300;
+    const w = hostGraph(n, 0.05, freshSeed());
+    using g = ck.upload(w);
+    using out = ck.empty('int32', n * n);
+    using other = ck.zeros('int32', n * n);
+    const refused: string[] = [];
+    const snapshots: number[] = [];
+    const attempts: [string, () => unknown][] = [
+      ['fill', () => out.fill(0)],
+      ['fillRandom', () => out.fillRandom(1)],
+      ['copyFrom', () => out.copyFrom(new Int32Array(n * n))],
+      ['copyDevice', () => ck.copyDevice(out, other)],
+      ['scan out', () => ck.scan(other, { out })],
+      ['apsp out', () => ck.apsp(other, n, { out, validate: false })],
+    ];
+    const result = ck.apsp(g, n, {
+      out,
+      method: 'shared',
+      onRound: (done) => {
+        snapshots.push(out.toHostSync()[0]); // reading is fine
+        if (done !== 2) return;
+        for (const [name, write] of attempts) {
+          try {
+            write();
+          } catch (e) {
+            if (/still being written by a running apsp/.test((e as Error).message)) refused.push(name);
+          }
+        }
+      },
+    });
+    expect(result).toBe(out);
+    expect(refused).toEqual(attempts.map(([name]) => name));
+    expect(snapshots.length).toBe(Math.ceil(n / 32));
+    expect(ck.cpu.firstMismatch(out.toHostSync(), ck.cpu.apsp(w, n))).toBe(-1);
+    // The lock ends with the call.
+    out.fill(1);
+    expect(out.toHostSync()[5]).toBe(1);
+  });
+
   test('an exception from onRound stops the run and frees what it allocated', () => {
     using g = ck.randomGraph(300, { seed: 3 });
     const before = ck.memoryInfo(0).free;

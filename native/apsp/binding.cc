@@ -27,9 +27,9 @@ void checkSquare(Napi::Env env, const DeviceBuffer& b, int64_t n, const char* na
 Napi::Value apspRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& in = unwrapBuffer(info[0], "dist");
-  DeviceBuffer& out = unwrapBuffer(info[1], "out");
+  DeviceBuffer& out = unwrapOutput(info[1], "out");
   DeviceBuffer* next = nullptr;
-  if (info.Length() > 2 && !info[2].IsNull() && !info[2].IsUndefined()) next = &unwrapBuffer(info[2], "next");
+  if (info.Length() > 2 && !info[2].IsNull() && !info[2].IsUndefined()) next = &unwrapOutput(info[2], "next");
   const int64_t n = countArg(info, 3, "n");
   const int method = intArg(info, 4, "method");
   const int factor = intArg(info, 5, "blockFactor");
@@ -53,9 +53,14 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
     if (!info[6].IsFunction()) throw Napi::TypeError::New(env, "progress must be a function");
     Napi::Function fn = info[6].As<Napi::Function>();
     progress = [env, fn](int done, int rounds) {
+      // A scope per round: up to 131,072 rounds would otherwise pile their handles up until we return.
+      Napi::HandleScope scope(env);
       fn.Call({Napi::Number::New(env, done), Napi::Number::New(env, rounds)});
     };
   }
+  // The callback runs between rounds while kernels still use the three arrays: a free() from it is
+  // deferred until we return, and writes to out/next from it are refused (unwrapOutput).
+  CallLock lock(env, "apsp", {&in}, {&out, next});
   guard(env, [&] {
     cudaStream_t stream = libraryStream(in.device);
     const apsp::RoundFn round = next ? m.pathsRound : m.round;
@@ -71,7 +76,7 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
 Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& in = unwrapBuffer(info[0], "dist");
-  DeviceBuffer& out = unwrapBuffer(info[1], "out");
+  DeviceBuffer& out = unwrapOutput(info[1], "out");
   const int64_t n = countArg(info, 2, "n");
   if (info.Length() < 4 || !info[3].IsArray()) throw Napi::TypeError::New(env, "devices must be an array");
   Napi::Array list = info[3].As<Napi::Array>();
@@ -113,7 +118,7 @@ Napi::Value apspMethods(const Napi::CallbackInfo& info) {
 // apspRandomGraph(out, n, density, minWeight, maxWeight, seed)
 Napi::Value apspRandomGraph(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& out = unwrapBuffer(info[0], "out");
+  DeviceBuffer& out = unwrapOutput(info[0], "out");
   const int64_t n = countArg(info, 1, "n");
   const double density = numberArg(info, 2, "density");
   const int minWeight = intArg(info, 3, "minWeight");

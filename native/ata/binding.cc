@@ -15,7 +15,7 @@ namespace {
 Napi::Value ataRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& a = unwrapBuffer(info[0], "dA");
-  DeviceBuffer& c = unwrapBuffer(info[1], "out");
+  DeviceBuffer& c = unwrapOutput(info[1], "out");
   const int64_t rows = countArg(info, 2, "rows");
   const int64_t cols = countArg(info, 3, "cols");
   const int method = intArg(info, 4, "method");
@@ -24,10 +24,10 @@ Napi::Value ataRun(const Napi::CallbackInfo& info) {
   if (a.dtype != Dtype::Float64 || c.dtype != Dtype::Float64)
     throw Napi::TypeError::New(env, "dA and out must be float64");
   if (rows < 1 || cols < 1) throw Napi::RangeError::New(env, "rows and cols must be at least 1");
-  if (static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) != a.length) {
+  if (sizeProduct(env, {rows, cols}, "rows·cols") != a.length) {
     throw Napi::RangeError::New(env, "dA must hold rows·cols elements");
   }
-  if (static_cast<uint64_t>(cols) * static_cast<uint64_t>(cols) != c.length) {
+  if (sizeProduct(env, {cols, cols}, "cols·cols") != c.length) {
     throw Napi::RangeError::New(env, "out must hold cols·cols elements");
   }
   if (a.device != c.device) throw Napi::RangeError::New(env, "dA and out must be on the same device");

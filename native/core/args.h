@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace ck {
@@ -32,6 +33,19 @@ inline int intArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
     throw Napi::RangeError::New(info.Env(), std::string(name) + " must be a 32-bit integer");
   }
   return static_cast<int>(v);
+}
+
+// The product of user sizes, for comparing with an array's length: a RangeError naming `what` when it
+// passes 2^53 (no array is that long), where a plain 64-bit product could wrap around to a length
+// that matches (2^32 · 2^32 wraps to 0, which an empty array "holds").
+inline uint64_t sizeProduct(Napi::Env env, std::initializer_list<int64_t> factors, const char* what) {
+  uint64_t p = 1;
+  for (int64_t f : factors) {
+    if (f < 0 || __builtin_mul_overflow(p, static_cast<uint64_t>(f), &p) || p > (uint64_t{1} << 53)) {
+      throw Napi::RangeError::New(env, std::string(what) + " is larger than any array");
+    }
+  }
+  return p;
 }
 
 }  // namespace ck

@@ -77,6 +77,40 @@ DeviceBuffer& unwrapBuffer(Napi::Value value, const char* name) {
   return b;
 }
 
+DeviceBuffer& unwrapOutput(Napi::Value value, const char* name) {
+  DeviceBuffer& b = unwrapBuffer(value, name);
+  if (b.writeLocks > 0) {
+    throw Napi::Error::New(value.Env(),
+                           std::string(name) + " is still being written by a running " + b.lockedBy +
+                               "(): its callback may read the arrays of that call, not write them");
+  }
+  return b;
+}
+
+CallLock::CallLock(Napi::Env env, const char* owner, std::initializer_list<DeviceBuffer*> read,
+                   std::initializer_list<DeviceBuffer*> written)
+    : env_(env) {
+  for (DeviceBuffer* b : read)
+    if (b) read_.push_back(b), b->pending++;
+  for (DeviceBuffer* b : written) {
+    if (!b) continue;
+    written_.push_back(b);
+    b->pending++;
+    if (b->writeLocks++ == 0) b->lockedBy = owner;
+  }
+}
+
+CallLock::~CallLock() {
+  for (DeviceBuffer* b : written_)
+    if (--b->writeLocks == 0) b->lockedBy = nullptr;
+  for (auto* list : {&read_, &written_}) {
+    for (DeviceBuffer* b : *list) {
+      // Freed by the callback: the memory goes back now that no kernel of the call can touch it.
+      if (--b->pending == 0 && b->freed) releaseMemory(env_, *b, false);
+    }
+  }
+}
+
 static napi_typedarray_type typedArrayTypeOf(Dtype d) {
   switch (d) {
     case Dtype::Float32: return napi_float32_array;
@@ -127,7 +161,7 @@ static Napi::Value freeBuffer(const Napi::CallbackInfo& info) {
 // upload(handle, typedArray): host -> device, synchronous.
 static Napi::Value upload(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  DeviceBuffer& b = unwrapOutput(info[0], "array");
   void* host = hostView(info[1], b, "source");
   guard(env, [&] {
     if (b.bytes == 0) return;
@@ -246,7 +280,7 @@ static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
 // fill(handle, value)
 static Napi::Value fill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  DeviceBuffer& b = unwrapOutput(info[0], "array");
   double value = numberArg(info, 1, "value");
   guard(env, [&] {
     cudaStream_t s = libraryStream(b.device);
@@ -262,7 +296,7 @@ static Napi::Value fill(const Napi::CallbackInfo& info) {
 // fillRandom(handle, seed): seed a non-negative integer below 2^53.
 static Napi::Value fillRandom(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& b = unwrapBuffer(info[0], "array");
+  DeviceBuffer& b = unwrapOutput(info[0], "array");
   const uint64_t seed = static_cast<uint64_t>(countArg(info, 1, "seed"));
   guard(env, [&] {
     check(launchFillRandom(b.ptr, b.dtype, b.length, seed, libraryStream(b.device)), "fill_random_kernel");
@@ -273,7 +307,7 @@ static Napi::Value fillRandom(const Napi::CallbackInfo& info) {
 // copy(dst, src, dstOffset, srcOffset, count): elements, same dtype; devices may differ.
 static Napi::Value copy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& dst = unwrapBuffer(info[0], "dst");
+  DeviceBuffer& dst = unwrapOutput(info[0], "dst");
   DeviceBuffer& src = unwrapBuffer(info[1], "src");
   if (dst.dtype != src.dtype) throw Napi::TypeError::New(env, "dst and src must have the same dtype");
   int64_t dOff = countArg(info, 2, "dstOffset"), sOff = countArg(info, 3, "srcOffset");

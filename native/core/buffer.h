@@ -5,6 +5,8 @@
 #include <napi.h>
 
 #include <cstddef>
+#include <initializer_list>
+#include <vector>
 
 #include "dtype.h"
 
@@ -16,9 +18,11 @@ struct DeviceBuffer {
   size_t bytes = 0;
   Dtype dtype = Dtype::Float32;
   int device = 0;
-  bool freed = false;     // freed by the user: no further use
-  bool released = false;  // device memory returned to CUDA
-  int pending = 0;        // asynchronous copies still reading or writing it
+  bool freed = false;              // freed by the user: no further use
+  bool released = false;           // device memory returned to CUDA
+  int pending = 0;                 // asynchronous copies or running calls still using it: free() waits
+  int writeLocks = 0;              // running calls that write it while JS runs (a progress callback)
+  const char* lockedBy = nullptr;  // the first such call's name, for the error message
 
   template <typename T>
   T* as() const {
@@ -33,6 +37,26 @@ Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length);
 // The buffer behind a handle, after checking the handle's type tag and that it was not freed.
 // `name` is the argument's name for the error message.
 DeviceBuffer& unwrapBuffer(Napi::Value value, const char* name);
+
+// unwrapBuffer for an argument the call writes: also refuses a buffer that a running call (one that is
+// calling back into JS, such as apsp's onRound) is still writing.
+DeviceBuffer& unwrapOutput(Napi::Value value, const char* name);
+
+// Holds buffers for a native call that runs JS (a progress callback) while the GPU still uses them:
+// free() of any of them is deferred until the call returns, and the `written` ones are refused as
+// outputs of other calls (unwrapOutput) in the meantime.
+class CallLock {
+ public:
+  CallLock(Napi::Env env, const char* owner, std::initializer_list<DeviceBuffer*> read,
+           std::initializer_list<DeviceBuffer*> written);
+  ~CallLock();
+  CallLock(const CallLock&) = delete;
+  CallLock& operator=(const CallLock&) = delete;
+
+ private:
+  Napi::Env env_;
+  std::vector<DeviceBuffer*> read_, written_;
+};
 
 void registerBuffers(Napi::Env env, Napi::Object exports);
 

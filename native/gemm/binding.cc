@@ -16,7 +16,7 @@ Napi::Value gemmRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& a = unwrapBuffer(info[0], "dA");
   DeviceBuffer& b = unwrapBuffer(info[1], "dB");
-  DeviceBuffer& c = unwrapBuffer(info[2], "out");
+  DeviceBuffer& c = unwrapOutput(info[2], "out");
   const int64_t m = countArg(info, 3, "m"), k = countArg(info, 4, "k"), n = countArg(info, 5, "n");
   const int method = intArg(info, 6, "method");
   const int tile = intArg(info, 7, "tile");
@@ -27,8 +27,8 @@ Napi::Value gemmRun(const Napi::CallbackInfo& info) {
     throw Napi::TypeError::New(env, "dA, dB and out must be float32");
   }
   if (m < 1 || k < 1 || n < 1) throw Napi::RangeError::New(env, "m, k and n must be at least 1");
-  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
-  if (u(m) * u(k) != a.length || u(k) * u(n) != b.length || u(m) * u(n) != c.length) {
+  if (sizeProduct(env, {m, k}, "m·k") != a.length || sizeProduct(env, {k, n}, "k·n") != b.length ||
+      sizeProduct(env, {m, n}, "m·n") != c.length) {
     throw Napi::RangeError::New(env, "dA, dB and out must hold m·k, k·n and m·n elements");
   }
   if (a.device != b.device || a.device != c.device)

@@ -37,7 +37,29 @@ mlp::Net netArg(const Napi::CallbackInfo& info, size_t i, size_t hiddenAt, size_
     throw Napi::RangeError::New(env, "output activation out of range");
   net.hidden = static_cast<mlp::Activation>(hidden);
   net.output = static_cast<mlp::Activation>(output);
+  // Every size fits an int, but the parameter count of a long net of wide layers need not fit 64 bits.
+  uint64_t params = 0;
+  for (size_t k = 0; k + 1 < net.sizes.size(); ++k) {
+    const uint64_t layer = sizeProduct(env, {net.sizes[k] + 1, net.sizes[k + 1]}, "the parameter count");
+    if (__builtin_add_overflow(params, layer, &params) || params > (uint64_t{1} << 53))
+      throw Napi::RangeError::New(env, "the parameter count is larger than any array");
+  }
   return net;
+}
+
+// workspaceFloats, after checking in 128 bits that its terms (the same as mlp.cu's Layout) stay
+// below 2^53 for this batch and stream count.
+int64_t checkedWorkspace(Napi::Env env, const mlp::Net& net, int64_t batch, int streams, bool train) {
+  unsigned __int128 units = 0;
+  for (size_t l = 1; l < net.sizes.size(); ++l) units += static_cast<unsigned __int128>(net.sizes[l]);
+  unsigned __int128 total = units * static_cast<uint64_t>(batch) * (train ? 2 : 1);
+  if (train)
+    total +=
+        static_cast<unsigned __int128>(streams) * (static_cast<uint64_t>(net.parameterCount()) +
+                                                   mlp::kColsumChunks * static_cast<uint64_t>(net.widest()));
+  if (total > (static_cast<unsigned __int128>(1) << 53))
+    throw Napi::RangeError::New(env, "the workspace for this batch is larger than any array");
+  return mlp::workspaceFloats(net, batch, streams, train);
 }
 
 void checkFloat32(Napi::Env env, const DeviceBuffer& b, uint64_t length, int device, const char* name) {
@@ -65,19 +87,20 @@ Napi::Value mlpWorkspace(const Napi::CallbackInfo& info) {
   const int64_t batch = countArg(info, 3, "batch");
   const int streams = streamsArg(info, 4);
   const bool train = info.Length() > 5 && info[5].ToBoolean().Value();
-  return Napi::Number::New(info.Env(), static_cast<double>(mlp::workspaceFloats(net, batch, streams, train)));
+  return Napi::Number::New(info.Env(),
+                           static_cast<double>(checkedWorkspace(info.Env(), net, batch, streams, train)));
 }
 
 // mlpTrainEpoch(params, momentum, workspace, X, T, error, layers, hidden, output, patterns, batch,
 //               eta, alpha, method, streams)
 Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& params = unwrapBuffer(info[0], "params");
-  DeviceBuffer& momentum = unwrapBuffer(info[1], "momentum");
-  DeviceBuffer& workspace = unwrapBuffer(info[2], "workspace");
+  DeviceBuffer& params = unwrapOutput(info[0], "params");
+  DeviceBuffer& momentum = unwrapOutput(info[1], "momentum");
+  DeviceBuffer& workspace = unwrapOutput(info[2], "workspace");
   DeviceBuffer& X = unwrapBuffer(info[3], "X");
   DeviceBuffer& T = unwrapBuffer(info[4], "T");
-  DeviceBuffer& error = unwrapBuffer(info[5], "error");
+  DeviceBuffer& error = unwrapOutput(info[5], "error");
   const mlp::Net net = netArg(info, 6, 7, 8);
   const int64_t patterns = countArg(info, 9, "patterns"), batch = countArg(info, 10, "batch");
   const double eta = numberArg(info, 11, "eta"), alpha = numberArg(info, 12, "alpha");
@@ -94,7 +117,7 @@ Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
   checkFloat32(env, momentum, static_cast<uint64_t>(net.parameterCount()), device, "momentum");
   checkFloat32(env, X, u * static_cast<uint64_t>(net.sizes.front()), device, "X");
   checkFloat32(env, T, u * static_cast<uint64_t>(net.sizes.back()), device, "T");
-  const int64_t need = mlp::workspaceFloats(net, batch, streams, true);
+  const int64_t need = checkedWorkspace(env, net, batch, streams, true);
   if (workspace.dtype != Dtype::Float32 || workspace.length < static_cast<uint64_t>(need) ||
       workspace.device != device)
     throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");
@@ -115,12 +138,12 @@ Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
 Napi::Value mlpForward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& params = unwrapBuffer(info[0], "params");
-  DeviceBuffer& workspace = unwrapBuffer(info[1], "workspace");
+  DeviceBuffer& workspace = unwrapOutput(info[1], "workspace");
   DeviceBuffer& X = unwrapBuffer(info[2], "X");
-  DeviceBuffer& Y = unwrapBuffer(info[3], "Y");
+  DeviceBuffer& Y = unwrapOutput(info[3], "Y");
   const bool withTargets = info.Length() > 4 && !info[4].IsNull() && !info[4].IsUndefined();
   DeviceBuffer* T = withTargets ? &unwrapBuffer(info[4], "T") : nullptr;
-  DeviceBuffer* error = withTargets ? &unwrapBuffer(info[5], "error") : nullptr;
+  DeviceBuffer* error = withTargets ? &unwrapOutput(info[5], "error") : nullptr;
   const mlp::Net net = netArg(info, 6, 7, 8);
   const int64_t rows = countArg(info, 9, "rows");
   const int method = methodArg(info, 10);
@@ -134,7 +157,7 @@ Napi::Value mlpForward(const Napi::CallbackInfo& info) {
   if (T) checkFloat32(env, *T, u * static_cast<uint64_t>(net.sizes.back()), device, "T");
   if (error && (error->dtype != Dtype::Float64 || error->length != 1 || error->device != device))
     throw Napi::RangeError::New(env, "error must be one float64 on the device of params");
-  const int64_t need = mlp::workspaceFloats(net, rows, 1, false);
+  const int64_t need = checkedWorkspace(env, net, rows, 1, false);
   if (workspace.dtype != Dtype::Float32 || workspace.length < static_cast<uint64_t>(need) ||
       workspace.device != device)
     throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");

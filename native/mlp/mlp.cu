@@ -36,8 +36,7 @@ int64_t Net::widest() const {
 
 namespace {
 
-constexpr int kColsumChunks = 64;  // row chunks of the bias-gradient column sums
-constexpr int kTile = 64;          // output tile of the custom GEMM (kTile × kTile)
+constexpr int kTile = 64;  // output tile of the custom GEMM (kTile × kTile)
 constexpr int kTileK = 16;
 constexpr int kGemmThreads = 256;  // 16 × 16 threads, 4 × 4 outputs each
 

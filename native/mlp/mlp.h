@@ -24,6 +24,7 @@ namespace mlp {
 enum Activation : int { kSigmoid = 0, kTanh = 1, kRelu = 2, kIdentity = 3 };
 enum Method : int { kCustom = 0, kCublas = 1 };
 constexpr int kMaxStreams = 8;
+constexpr int kColsumChunks = 64;  // row chunks of the bias-gradient column sums (workspace partials)
 
 struct Net {
   std::vector<int64_t> sizes;  // n_0 … n_L

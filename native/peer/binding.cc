@@ -30,7 +30,7 @@ Napi::Value peerEnable(const Napi::CallbackInfo& info) {
 // peerCopy(dst, src, dstOffset, srcOffset, count, viaHost): elements, same dtype, asynchronous.
 Napi::Value peerCopy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  DeviceBuffer& dst = unwrapBuffer(info[0], "dst");
+  DeviceBuffer& dst = unwrapOutput(info[0], "dst");
   DeviceBuffer& src = unwrapBuffer(info[1], "src");
   if (dst.dtype != src.dtype) throw Napi::TypeError::New(env, "dst and src must have the same dtype");
   const int64_t dOff = countArg(info, 2, "dstOffset"), sOff = countArg(info, 3, "srcOffset");

@@ -18,7 +18,7 @@ namespace {
 Napi::Value scanRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& in = unwrapBuffer(info[0], "arr");
-  DeviceBuffer& out = unwrapBuffer(info[1], "out");
+  DeviceBuffer& out = unwrapOutput(info[1], "out");
   const int method = intArg(info, 2, "method");
   if (method < 0 || method >= scan::kMethodCount)
     throw Napi::RangeError::New(env, "method index out of range");

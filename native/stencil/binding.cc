@@ -19,8 +19,8 @@ namespace {
 Napi::Value stencilRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& in = unwrapBuffer(info[0], "grid");
-  DeviceBuffer& a = unwrapBuffer(info[1], "a");
-  DeviceBuffer& b = unwrapBuffer(info[2], "b");
+  DeviceBuffer& a = unwrapOutput(info[1], "a");
+  DeviceBuffer& b = unwrapOutput(info[2], "b");
   stencil::Problem pb;
   pb.rows = countArg(info, 3, "rows");
   pb.cols = countArg(info, 4, "cols");
@@ -45,7 +45,7 @@ Napi::Value stencilRun(const Napi::CallbackInfo& info) {
     throw Napi::RangeError::New(env, "maxIterations and checkEvery must be >= 1");
   if (in.dtype != Dtype::Float32 && in.dtype != Dtype::Float64)
     throw Napi::TypeError::New(env, "grid must be float32 or float64");
-  const size_t n = static_cast<size_t>(pb.rows) * static_cast<size_t>(pb.cols);
+  const uint64_t n = sizeProduct(env, {pb.rows, pb.cols}, "rows·cols");
   for (const DeviceBuffer* buf : {&in, &a, &b}) {
     if (buf->dtype != in.dtype || buf->length != n || buf->device != in.device)
       throw Napi::RangeError::New(env, "grid, a and b must be rows*cols elements of one dtype on one device");
