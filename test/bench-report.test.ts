@@ -7,7 +7,7 @@ import * as path from 'node:path';
 
 import { families, type BenchRow } from '../lib/bench';
 import { axisValue, chartFont, chartSpec, writeChart } from '../lib/bench/chart';
-import { comparisonMarkdown, familyMarkdown, writeReport, type ReportsFile } from '../lib/bench/report';
+import { comparisonMarkdown, familyMarkdown, runsMarkdown, writeReport, type ReportsFile } from '../lib/bench/report';
 import { copyReference, fmt, rateRows, referenceFor, sizeValue, sortSizes, splitMethod } from '../lib/bench/summary';
 import { bench, familyTable } from '../lib/cli/bench';
 import { createProgress, eta } from '../lib/cli/progress';
@@ -231,6 +231,34 @@ describe('report', () => {
     expect(md).toContain("The report's GPU: Old GPU");
     expect(md).toContain('| 2000² | 0.5 | 0.250 (fast) | 2000.00× | 0.200 |');
     expect(md).toContain('| 9000² | 9 | not measured yet (fast) | — | — |');
+  });
+
+  test("the report names the runs a family's rows come from, and the rows that predate stamps", () => {
+    const stamped = (run: string, date: string): BenchRow => ({
+      op: 'gemm',
+      method: 'fast',
+      size: '8x8x8',
+      ms: 1,
+      rate: 1,
+      unit: 'GFLOP/s',
+      reps: 3,
+      check: 'ok',
+      run,
+      commit: run.split('-')[1],
+      date,
+      gpuState: { start: { smMHz: 345, memMHz: 2619, powerW: 70, tempC: 30 } },
+    });
+    const old: BenchRow = { ...stamped('x', ''), run: undefined, commit: undefined, date: undefined };
+    const md = runsMarkdown([
+      stamped('R2-bbb', '2026-11-24'),
+      old,
+      stamped('R1-aaa', '2026-11-23'),
+      stamped('R2-bbb', '2026-11-24'),
+    ]);
+    expect(md).toBe(
+      'Measured in: run `R1-aaa` (commit `aaa`, SM 345 MHz, 70 W, 30 °C): 1 row; ' +
+        'run `R2-bbb` (commit `bbb`, SM 345 MHz, 70 W, 30 °C): 2 rows; 1 row from before runs were stamped (run and commit not recorded).',
+    );
   });
 
   test('a family table has a row per size and dtype and a column per method', () => {

@@ -3,15 +3,20 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import {
+  benchVariants,
   families,
   gpuSlug,
   median,
   mergeRows,
+  newRunStamp,
   timeGpu,
   timeInterleaved,
+  verdict,
   writeResults,
   type BenchRow,
 } from '../lib/bench';
+import { describeGpuState, parseGpuState } from '../lib/bench/gpu-state';
+import { CHECK_TOLERANCE, checkAgainstCpu } from '../lib/bench/mlp';
 import * as ck from '../lib';
 import { describeGpu } from './helpers/gpu';
 
@@ -59,6 +64,31 @@ describe('benchmark harness', () => {
     expect(parsed.rows.map((r: BenchRow) => r.ms)).toEqual([2, 4]);
   });
 
+  test('verdict fails NaN and anything at or above the tolerance', () => {
+    expect(verdict(0, 1e-6)).toBe('ok');
+    expect(verdict(1e-7, 1e-6)).toBe('ok');
+    expect(verdict(1e-6, 1e-6)).toBe('fail');
+    expect(verdict(NaN, 1e-6)).toBe('fail');
+    expect(verdict(Infinity, 1e-6)).toBe('fail');
+  });
+
+  test('a run stamp names the start time and the commit', () => {
+    const s = newRunStamp('abc123', new Date('2026-11-24T10:20:30.456Z'));
+    expect(s).toEqual({ run: '20261124T102030Z-abc123', commit: 'abc123', date: '2026-11-24T10:20:30.456Z' });
+  });
+
+  test('nvidia-smi state is read for the GPU on the given PCI bus only', () => {
+    const csv = '0x1B, 1980, 2619, 312.45, 55\n0x2C, 345, 2619, 70.1, 31\n';
+    expect(parseGpuState(csv, 0x2c)).toEqual({ smMHz: 345, memMHz: 2619, powerW: 70.1, tempC: 31 });
+    expect(parseGpuState(csv, 0x1b)?.smMHz).toBe(1980);
+    expect(parseGpuState(csv, 0x3d)).toBeUndefined();
+    expect(parseGpuState('0x1B, [N/A], 2619, 1, 2', 0x1b)).toBeUndefined();
+    expect(describeGpuState({ start: parseGpuState(csv, 0x2c), end: parseGpuState(csv, 0x1b) })).toBe(
+      'SM 345 MHz, 70 W, 31 °C → SM 1980 MHz, 312 W, 55 °C',
+    );
+    expect(describeGpuState(undefined)).toBe('GPU state not recorded');
+  });
+
   test('every family has the copy reference registered', () => {
     expect(Object.keys(families)).toContain('copy');
   });
@@ -102,11 +132,61 @@ describeGpu('benchmark harness on the GPU', () => {
     expect(rows.length).toBeGreaterThanOrEqual(methods.length);
     for (const r of rows) {
       expect(labels).toContain(r.size);
+      // None of these method lists holds the family's reference, so every row is compared with it.
       expect(r.check).toBe('ok');
       expect(r.reps).toBe(3);
       expect(r.ms).toBeGreaterThan(0);
       expect(r.note).toMatch(/relative error vs/);
     }
+  });
+
+  test('benchVariants says ref for the reference, fail for a wrong or unwritten result', () => {
+    const n = 1000;
+    using src = ck.empty('float32', n).fillRandom(7);
+    using ref = src.clone();
+    using wrong = src.clone();
+    wrong.fill(0.5);
+    const rows = benchVariants(
+      { device: 0, reps: 2, warmup: 1, quick: true, progress: () => {} },
+      {
+        op: 'test',
+        size: `${n}`,
+        labels: ['copy', 'right', 'wrong', 'nothing'],
+        run: (i, out) => {
+          if (i <= 1) ck.copyDevice(out as ck.DeviceArray<'float32'>, src);
+          if (i === 2) ck.copyDevice(out as ck.DeviceArray<'float32'>, wrong);
+        },
+        makeOut: () => ck.empty('float32', n),
+        ref,
+        refName: 'copy',
+        tolerance: 1e-6,
+        rate: (ms) => n / ms,
+        unit: 'x/ms',
+        reps: 2,
+      },
+    );
+    expect(rows.map((r) => r.check)).toEqual(['ref', 'ok', 'fail', 'fail']);
+    expect(rows[3].note).toMatch(/NaN/);
+  });
+
+  test('the MLP benchmark check is against cpu.Mlp for every variant and fails NaN', () => {
+    const layers = [5, 7, 3];
+    const P = 40;
+    const spec = { layers, eta: 1e-3, alpha: 0.9, seed: 3, device: 0 };
+    using X = ck.empty('float32', P * 5).fillRandom(1);
+    using T = ck.empty('float32', P * 3).fillRandom(2);
+    const variants = [
+      { label: 'custom', method: 'custom' as const, streams: 1 },
+      { label: 'custom-s2', method: 'custom' as const, streams: 2 },
+    ];
+    const errors = checkAgainstCpu(variants, spec, X, T, 16);
+    expect(errors).toHaveLength(2);
+    for (const e of errors) expect(verdict(e, CHECK_TOLERANCE)).toBe('ok');
+    // A NaN in the data makes both sides NaN: no variant, the first included, may pass.
+    const host = X.toHostSync();
+    host[3] = NaN;
+    X.copyFrom(host);
+    for (const e of checkAgainstCpu(variants, spec, X, T, 16)) expect(verdict(e, CHECK_TOLERANCE)).toBe('fail');
   });
 
   test('the copy family measures and checks a copy', () => {

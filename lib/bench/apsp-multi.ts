@@ -52,6 +52,7 @@ export const apspMultiFamily: BenchFamily = {
           makeOut: () => empty('int32', n * n, { device: ctx.device }),
           ref,
           refName: 'fast on 1 GPU',
+          refLabel: 'fast',
           tolerance: Number.MIN_VALUE,
           rate,
           unit: 'Grelax/s',

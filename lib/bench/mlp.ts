@@ -3,12 +3,13 @@
 // TFLOP/s = 6·P·Σ n_l·n_{l+1} / time. Beside them, `sgemm-cublas`: cuBLAS SGEMM (TF32 off) on the
 // net's own GEMM shapes, 3 × the forward shapes (the two backward GEMMs of a layer have its flops),
 // measured in the same run: the time an epoch would take if it were nothing but cuBLAS GEMMs.
-import { empty } from '../array';
+import { copyDevice, empty, type DeviceArray } from '../array';
 import { relativeError } from '../cpu';
+import { Mlp as CpuMlp, unpackWeights } from '../cpu/mlp';
 import { cublasInfo } from '../device';
 import { gemm } from '../ops/gemm';
 import { Mlp, type MlpMethod } from '../ops/mlp';
-import { timeInterleaved, median, type BenchContext, type BenchFamily } from './harness';
+import { timeInterleaved, median, verdict, type BenchContext, type BenchFamily } from './harness';
 import type { BenchRow } from './results';
 
 interface Net {
@@ -27,7 +28,7 @@ const netsFor = (ctx: BenchContext): Net[] =>
         { layers: [4096, 4096, 4096, 4096], patterns: 16384 },
       ];
 
-interface Variant {
+export interface Variant {
   label: string;
   method: Exclude<MlpMethod, 'auto'>;
   streams: number;
@@ -46,6 +47,42 @@ function variantsFor(ctx: BenchContext): Variant[] {
     { label: 'custom-s4', method: 'custom', streams: 4 },
   ];
   return ctx.methods ? all.filter((v) => ctx.methods?.some((m) => v.label.startsWith(m))) : all;
+}
+
+/** Relative error of a variant's first-epoch update and error against cpu.Mlp that still passes. */
+export const CHECK_TOLERANCE = 1e-3;
+
+/**
+ * For each variant, the worse of two relative errors against cpu.Mlp after one epoch on the first
+ * `P` patterns of X and T, from the same initial weights: of the update W₁ − W₀ (norm-wise) and of
+ * the epoch's error. NaN anywhere gives NaN (Math.max keeps it), which {@link verdict} fails.
+ */
+export function checkAgainstCpu(
+  variants: readonly Variant[],
+  spec: { layers: number[]; eta: number; alpha: number; seed: number; device: number },
+  X: DeviceArray<'float32'>,
+  T: DeviceArray<'float32'>,
+  P: number,
+): number[] {
+  const { layers, device } = spec;
+  const nIn = layers[0];
+  const nOut = layers.at(-1) as number;
+  using xs = empty('float32', P * nIn, { device });
+  using ts = empty('float32', P * nOut, { device });
+  copyDevice(xs, X, { count: P * nIn });
+  copyDevice(ts, T, { count: P * nOut });
+  const cpuNet = new CpuMlp(spec);
+  const w0 = unpackWeights(cpuNet.getWeights()).params;
+  const cpuError = cpuNet.train(xs.toHostSync(), ts.toHostSync(), { epochs: 1 })[0].error;
+  const w1 = unpackWeights(cpuNet.getWeights()).params;
+  const cpuUpdate = w1.map((w, i) => w - w0[i]);
+  return variants.map((v) => {
+    using m = new Mlp({ ...spec, method: v.method, streams: v.streams });
+    const error = m.train(xs, ts, { epochs: 1 })[0].error;
+    using p = m.copyParameters();
+    const update = Float64Array.from(p.toHostSync(), (w, i) => w - w0[i]);
+    return Math.max(relativeError(update, cpuUpdate), Math.abs(error - cpuError) / Math.abs(cpuError));
+  });
 }
 
 const flops = (net: Net) => 6 * net.patterns * net.layers.slice(1).reduce((s, n, l) => s + net.layers[l] * n, 0);
@@ -70,34 +107,11 @@ export const mlpFamily: BenchFamily = {
       const reps = P * layers[1] > 1e8 ? Math.min(ctx.reps, 5) : ctx.reps;
       const tf = (ms: number) => flops(net) / (ms * 1e-3) / 1e12;
 
-      // Correctness: one epoch of each variant from the same initial weights (η = 1e-3 so that the
-      // update stands well above float32 rounding): its update W₁ − W₀ and its error against the first.
-      const checks: number[] = [];
-      {
-        let init: Float32Array | undefined;
-        let refUpdate: Float64Array | undefined;
-        let refError = 0;
-        for (const v of variants) {
-          using m = new Mlp({ ...spec, eta: 1e-3, method: v.method, streams: v.streams });
-          if (init === undefined) {
-            using p0 = m.copyParameters();
-            init = p0.toHostSync();
-          }
-          const error = m.train(X, T, { epochs: 1 })[0].error;
-          using p = m.copyParameters();
-          const w0 = init;
-          const update = Float64Array.from(p.toHostSync(), (w, i) => w - w0[i]);
-          if (refUpdate === undefined) {
-            refUpdate = update;
-            refError = error;
-            checks.push(0);
-          } else {
-            const e = relativeError(update, refUpdate);
-            const de = (error > refError ? error - refError : refError - error) / refError;
-            checks.push(e > de ? e : de);
-          }
-        }
-      }
+      // Correctness: one epoch of each variant on the first `checkP` patterns from the same initial
+      // weights (η = 1e-3, so that the update stands well above float32 rounding), its update W₁ − W₀
+      // and its error against cpu.Mlp in float64. The CPU's share of the work limits checkP.
+      const checkP = Math.min(P, layers[1] >= 4096 ? 16 : 256);
+      const checks = checkAgainstCpu(variants, { ...spec, eta: 1e-3 }, X, T, checkP);
 
       // Timing: one epoch per sample, the variants interleaved, ms from CUDA events inside train().
       const nets = variants.map((v) => new Mlp({ ...spec, method: v.method, streams: v.streams }));
@@ -115,8 +129,8 @@ export const mlpFamily: BenchFamily = {
             rate: tf(ms),
             unit: 'TFLOP/s',
             reps,
-            check: checks[i] < 1e-3 ? 'ok' : 'fail',
-            note: `${Math.min(...samples[i]).toFixed(2)}–${Math.max(...samples[i]).toFixed(2)} ms; ${v.method}, ${v.streams} stream(s); first epoch's update and error vs ${variants[0].label}: ${checks[i].toExponential(2)}`,
+            check: verdict(checks[i], CHECK_TOLERANCE),
+            note: `${Math.min(...samples[i]).toFixed(2)}–${Math.max(...samples[i]).toFixed(2)} ms; ${v.method}, ${v.streams} stream(s); one epoch on ${checkP} patterns, update and error vs cpu.Mlp (float64): ${checks[i].toExponential(2)}`,
           });
         });
       } finally {

@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { writeChart } from './chart';
+import { describeGpuState } from './gpu-state';
 import type { BenchFile, BenchRow } from './results';
 import { copyReference, fmt, fmtRatio, rateRows, sortSizes, splitMethod, type FamilyMeta } from './summary';
 
@@ -96,13 +97,42 @@ export function familyMarkdown(
         if (r.reference === r.method) parts.push('reference');
         else if (r.vsReference !== undefined) parts.push(`${fmtRatio(r.vsReference)} ref`);
         if (r.vsCopy !== undefined) parts.push(`${fmtRatio(r.vsCopy)} copy`);
-        if (r.check !== 'ok') parts.push(`**check ${r.check}**`);
+        if (r.check !== 'ok' && r.check !== 'ref') parts.push(`**check ${r.check}**`);
         return parts.join('<br>');
       });
       out.push([...(byDtype ? [dtype] : []), size, ...cells]);
     }
   }
   return mdTable([...(byDtype ? ['dtype'] : []), 'size', ...methods], out);
+}
+
+/**
+ * Which runs a family's rows come from: each run's id, commit, date and GPU state, and how many rows
+ * predate the per-row stamps (their commit is unknown: a file's own commit is only its last merge's).
+ */
+export function runsMarkdown(rows: readonly BenchRow[]): string {
+  const runs = new Map<string, { row: BenchRow; count: number }>();
+  let unstamped = 0;
+  for (const r of rows) {
+    if (!r.run) {
+      unstamped++;
+      continue;
+    }
+    const seen = runs.get(r.run);
+    if (seen) seen.count++;
+    else runs.set(r.run, { row: r, count: 1 });
+  }
+  const parts = [...runs.values()]
+    .sort((a, b) => (a.row.date ?? '').localeCompare(b.row.date ?? ''))
+    .map(
+      ({ row, count }) =>
+        `run \`${row.run}\` (commit \`${row.commit ?? '?'}\`, ${describeGpuState(row.gpuState)}): ${count} row${count === 1 ? '' : 's'}`,
+    );
+  if (unstamped)
+    parts.push(
+      `${unstamped} row${unstamped === 1 ? '' : 's'} from before runs were stamped (run and commit not recorded)`,
+    );
+  return `Measured in: ${parts.join('; ')}.`;
 }
 
 /** Finds our row for a method name at a size, trying the table's dtype suffixes. */
@@ -113,7 +143,7 @@ function findOurs(
   dtypes: readonly string[] = [],
 ): BenchRow | undefined {
   for (const name of [method, ...dtypes.map((d) => `${method}-${d}`)]) {
-    const r = rows.find((x) => x.method === name && x.size === size && x.check === 'ok');
+    const r = rows.find((x) => x.method === name && x.size === size && (x.check === 'ok' || x.check === 'ref'));
     if (r) return r;
   }
   return undefined;
@@ -216,7 +246,7 @@ export async function writeReport(opts: ReportOptions): Promise<string[]> {
       d.smCount && `${d.smCount} SMs`,
       typeof d.totalGlobalMem === 'number' && `${(d.totalGlobalMem / 2 ** 30).toFixed(0)} GiB`,
       d.driver && `driver CUDA ${d.driver}`,
-      `results of commit \`${g.file.commit}\`, merged ${g.file.createdAt}`,
+      `last merged by commit \`${g.file.commit}\` on ${g.file.createdAt} (each family names the runs its rows come from)`,
     ].filter(Boolean);
     md.push(`${facts.join(', ')}. Raw rows: [${g.slug}.json](${g.slug}.json).`, '');
     const copy = copyReference(all);
@@ -249,7 +279,7 @@ export async function writeReport(opts: ReportOptions): Promise<string[]> {
         if (meta?.bandwidth && op !== 'copy' && copy)
           notes.push(`copy = ${fmt(copy.rate)} ${copy.unit} (${copy.size})`);
         if (notes.length) md.push(`Ratios are rates over the ${notes.join('; ')}.`, '');
-        md.push(familyMarkdown(meta ?? { op }, rows, all), '');
+        md.push(familyMarkdown(meta ?? { op }, rows, all), '', runsMarkdown(rows), '');
       }
       for (const table of reportEntry?.tables ?? []) {
         md.push(comparisonMarkdown(table, reportEntry!.gpu, rows, String(d.name)), '');

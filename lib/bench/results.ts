@@ -18,12 +18,48 @@ export interface BenchRow {
   rate: number;
   unit: string;
   reps: number;
-  /** `ok` only if the result matched its reference. */
-  check: 'ok' | 'fail' | 'skipped';
+  /**
+   * `ok` only if the result matched its reference; `ref` on the row that computed the reference
+   * itself (compared with its own output, it proves nothing more than that it wrote every element);
+   * `skipped` where nothing was compared (an outside measurement such as PyTorch's).
+   */
+  check: 'ok' | 'fail' | 'ref' | 'skipped';
   /** Anything a reader needs to interpret the row (reference used, floor, ...). */
   note?: string;
   /** GPUs the measurement used, where that is part of it (multi-GPU `apsp` and `peer` rows; 1 for single-GPU baselines). */
   gpus?: number;
+  /**
+   * The run that measured the row: one `bench` invocation (or outside script) has one id. Rows of
+   * files written before runs were stamped have none; the report says so.
+   */
+  run?: string;
+  /** The commit the row's run measured (`-dirty` when the tree had changes). */
+  commit?: string;
+  /** When the row's run started (ISO-8601). */
+  date?: string;
+  /** The GPU's state before and after the family's part of the run (nvidia-smi), where it could be read. */
+  gpuState?: { start?: GpuState; end?: GpuState };
+}
+
+/** Clocks, power and temperature of a GPU at one moment, as nvidia-smi reports them. */
+export interface GpuState {
+  smMHz: number;
+  memMHz: number;
+  powerW: number;
+  tempC: number;
+}
+
+/** What one run stamps on each of its rows. */
+export interface RunStamp {
+  run: string;
+  commit: string;
+  date: string;
+}
+
+/** A new run's stamp: the id is the start time and the commit, unique per invocation. */
+export function newRunStamp(commit: string, now = new Date()): RunStamp {
+  const date = now.toISOString();
+  return { run: `${date.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${commit}`, commit, date };
 }
 
 export interface BenchFile {

@@ -16,6 +16,8 @@ import {
   gpuSlug,
   writeResults,
 } from '../bench/index';
+import { readGpuState } from '../bench/gpu-state';
+import { newRunStamp, type RunStamp } from '../bench/results';
 import { copyReference, fmt, fmtRatio, rateRows, sortSizes, type FamilyMeta } from '../bench/summary';
 
 export interface BenchOptions {
@@ -64,11 +66,16 @@ export function familyTable(meta: FamilyMeta | undefined, rows: readonly BenchRo
   return t.toString();
 }
 
-/** Runs the families with a progress display; returns the rows per family in run order. */
+/**
+ * Runs the families with a progress display; returns the rows per family in run order, each row
+ * stamped with the run and the GPU's state before and after its family's part.
+ */
 function runFamilies(
   wanted: string[],
   ctxFor: (name: string) => Omit<BenchContext, 'progress'>,
   progress: Progress,
+  stamp: RunStamp,
+  pciBus: number,
 ): [BenchFamily, BenchRow[]][] {
   const results: [BenchFamily, BenchRow[]][] = [];
   for (const name of wanted) {
@@ -85,7 +92,10 @@ function runFamilies(
         progress.step(item);
       },
     };
-    results.push([family, family.run(ctx)]);
+    const start = readGpuState(pciBus);
+    const rows = family.run(ctx);
+    const gpuState = { start, end: readGpuState(pciBus) };
+    results.push([family, rows.map((r) => ({ ...r, ...stamp, gpuState }))]);
     if (planned !== undefined && seen < planned) progress.grow(seen - planned);
   }
   return results;
@@ -125,28 +135,29 @@ export async function bench(
   const ctxFor = (n: string) =>
     n === 'copy' && !names.includes('copy') ? { ...base, sizes: undefined, methods: undefined } : base;
   const planned = wanted.reduce((sum, n) => sum + (families[n].plan?.({ ...ctxFor(n), progress: () => {} }) ?? 0), 0);
+  const props = deviceProperties(opts.device);
+  const stamp = newRunStamp(currentCommit());
   const progress = createProgress(planned);
   let results: [BenchFamily, BenchRow[]][];
   try {
-    results = runFamilies(wanted, ctxFor, progress);
+    results = runFamilies(wanted, ctxFor, progress, stamp, props.pciBusId);
   } finally {
     progress.stop();
   }
   const rows = results.flatMap(([, r]) => r);
 
-  const props = deviceProperties(opts.device);
   const dir = path.resolve(opts.out);
   const file = writeResults(
     dir,
     deviceSummary(props, { driver: runtimeInfo().driverVersion }) as never,
-    currentCommit(),
+    stamp.commit,
     rows,
   );
   for (const [family, familyRows] of results) {
     out(`\n${family.op}: ${family.description}`);
     out(familyTable(family, familyRows, rows));
   }
-  out(`\nresults merged into ${file}`);
+  out(`\nrun ${stamp.run}: results merged into ${file}`);
 
   if (opts.charts !== false) {
     // Charts show the merged file, so a partial run keeps the other sizes and methods on the chart.
