@@ -86,6 +86,7 @@ export interface NativeBinding {
   timerCreate(device: number): TimerHandle;
   timerRecord(timer: TimerHandle, which: 0 | 1): void;
   timerElapsed(timer: TimerHandle): number;
+  timerFree(timer: TimerHandle): void;
 
   cublasInfo(): NativeCublasInfo;
   cublasLoad(): string;

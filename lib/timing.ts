@@ -12,15 +12,36 @@ import { native } from './native';
  * const t = new EventTimer();
  * t.start(); const c = atA(a, n, n); t.stop();
  * console.log(t.elapsedMs());
+ * t.free(); // or `using t = new EventTimer()`
  * ```
  */
 export class EventTimer {
   readonly device: number;
   #handle: TimerHandle;
+  #freed = false;
 
   constructor(device = 0) {
     this.device = checkDevice(device);
     this.#handle = native.timerCreate(this.device);
+  }
+
+  /** True once {@link EventTimer.free} has been called. */
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  /**
+   * Destroys the two CUDA events now (a finalizer does it for timers that are never freed, but
+   * only when the garbage collector runs). Idempotent; any other use afterwards throws a TypeError.
+   */
+  free(): void {
+    this.#freed = true;
+    native.timerFree(this.#handle);
+  }
+
+  /** Frees the timer at the end of a `using` block. */
+  [Symbol.dispose](): void {
+    this.free();
   }
 
   /** Records the start event after all work queued so far. */
@@ -56,7 +77,7 @@ export interface Timed<T> {
  */
 export function timed<T>(fn: () => T, options: { device?: number } = {}): Timed<T> {
   if (typeof fn !== 'function') throw typeError('fn', 'a function', fn);
-  const timer = new EventTimer(options.device ?? 0);
+  using timer = new EventTimer(options.device ?? 0);
   timer.start();
   const result = fn();
   if (result !== null && typeof (result as { then?: unknown })?.then === 'function') {

@@ -1,4 +1,5 @@
 import * as ck from '../lib';
+import { expectThrows } from './helpers/errors';
 import { describeGpu } from './helpers/gpu';
 
 describeGpu('CUDA-event timing', () => {
@@ -38,5 +39,24 @@ describeGpu('CUDA-event timing', () => {
     const t = new ck.EventTimer();
     expect(() => t.elapsedMs()).toThrow(ck.CudaError);
     expect(() => ck.timed(async () => 1)).toThrow(/must be synchronous/);
+  });
+
+  test('free() destroys the events now (idempotent); using frees at the end of the block', () => {
+    const t = new ck.EventTimer();
+    t.start().stop();
+    expect(t.elapsedMs()).toBeGreaterThanOrEqual(0);
+    t.free();
+    t.free();
+    expect(t.freed).toBe(true);
+    // The native events are gone, not just the JS flag: the handle itself refuses every use.
+    expectThrows(() => t.start(), 'TypeError', /timer has been freed/);
+    expectThrows(() => t.elapsedMs(), 'TypeError', /timer has been freed/);
+    let kept: ck.EventTimer | undefined;
+    {
+      using u = new ck.EventTimer();
+      kept = u;
+      expect(u.freed).toBe(false);
+    }
+    expect(kept.freed).toBe(true);
   });
 });

@@ -25,7 +25,7 @@ export function verdict(error: number, tolerance: number): 'ok' | 'fail' {
 /** Runs `fn` `warmup` times, then times each of `reps` runs with events; returns every sample (ms). */
 export function timeGpu(fn: () => void, { device, reps, warmup }: TimingOptions): number[] {
   for (let i = 0; i < warmup; i++) fn();
-  const timer = new EventTimer(device);
+  using timer = new EventTimer(device);
   const samples: number[] = [];
   for (let i = 0; i < reps; i++) {
     timer.start();
@@ -46,7 +46,7 @@ export function timeInterleaved(
   { device, reps, warmup }: TimingOptions,
 ): number[][] {
   for (const fn of variants) for (let i = 0; i < warmup; i++) fn();
-  const timer = new EventTimer(device);
+  using timer = new EventTimer(device);
   const samples: number[][] = variants.map(() => []);
   for (let r = 0; r < reps; r++) {
     variants.forEach((fn, v) => {

@@ -178,7 +178,7 @@ export class Mlp {
       const { epochs, batch } = checkTrainOptions(options, P);
       const workspace = this.#trainingWorkspace(batch);
       const error = this.#error as DeviceArray<'float64'>;
-      const timer = new EventTimer(this.device);
+      using timer = new EventTimer(this.device);
       const results: EpochResult[] = [];
       for (let e = 0; e < epochs; e++) {
         error.fill(0);

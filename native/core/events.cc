@@ -16,25 +16,36 @@ struct EventTimer {
   bool started = false;
   bool stopped = false;
 
-  ~EventTimer() {
+  ~EventTimer() { release(); }
+
+  // Destroys the events now (free(), or the finalizer); idempotent.
+  void release() {
     if (start == nullptr && stop == nullptr) return;
     DeviceRestore restore;
     if (cudaSetDevice(device) == cudaSuccess) {
       if (start) cudaEventDestroy(start);
       if (stop) cudaEventDestroy(stop);
     }
+    start = stop = nullptr;
+    started = stopped = false;
     cudaGetLastError();
   }
 };
 
 const napi_type_tag kTimerTag = {0x6375646b65726e6cULL, 0x2e74696d65723031ULL};
 
-EventTimer& unwrapTimer(const Napi::CallbackInfo& info) {
+EventTimer& unwrapAnyTimer(const Napi::CallbackInfo& info) {
   if (info.Length() < 1 || !info[0].IsExternal() ||
       !info[0].As<Napi::External<EventTimer>>().CheckTypeTag(&kTimerTag)) {
     throw Napi::TypeError::New(info.Env(), "timer must be an event timer handle");
   }
   return *info[0].As<Napi::External<EventTimer>>().Data();
+}
+
+EventTimer& unwrapTimer(const Napi::CallbackInfo& info) {
+  EventTimer& t = unwrapAnyTimer(info);
+  if (t.start == nullptr) throw Napi::TypeError::New(info.Env(), "timer has been freed");
+  return t;
 }
 
 // timerCreate(device) -> handle
@@ -96,12 +107,19 @@ Napi::Value timerElapsed(const Napi::CallbackInfo& info) {
   });
 }
 
+// timerFree(handle): destroys the events now; idempotent.
+Napi::Value timerFree(const Napi::CallbackInfo& info) {
+  unwrapAnyTimer(info).release();
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void registerEvents(Napi::Env env, Napi::Object exports) {
   exports.Set("timerCreate", Napi::Function::New(env, timerCreate, "timerCreate"));
   exports.Set("timerRecord", Napi::Function::New(env, timerRecord, "timerRecord"));
   exports.Set("timerElapsed", Napi::Function::New(env, timerElapsed, "timerElapsed"));
+  exports.Set("timerFree", Napi::Function::New(env, timerFree, "timerFree"));
 }
 
 }  // namespace ck
