@@ -52,3 +52,15 @@ test(`every public function, ${CALLS} calls with wrong arguments: only TypeError
   if (result.gpu && !process.env.CK_SANITIZER_TOOL)
     expect(Math.abs(result.memoryBefore - result.memoryAfter)).toBeLessThanOrEqual(2 ** 21);
 }, 320_000);
+
+test('the fuzz harness reports a valid call that throws (a planted one)', () => {
+  const child = spawnSync(
+    process.execPath,
+    ['-r', './test/harness/ts-register.js', 'test/harness/fuzz.ts', '--calls', '200', '--seed', '1'],
+    { cwd: root, encoding: 'utf8', timeout: 120_000, env: { ...process.env, CK_FUZZ_PLANT: 'valid-call-throws' } },
+  );
+  expect(child.status).toBe(0);
+  const lines = child.stdout.trim().split('\n');
+  const result = JSON.parse(lines[lines.length - 1]);
+  expect(result.failures).toContainEqual(expect.stringMatching(/^planted with its base arguments threw RangeError/));
+}, 130_000);

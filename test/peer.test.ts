@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+
 import * as ck from '../lib';
 import { apspMultiFamily, gpuCounts } from '../lib/bench/apsp-multi';
 import { peerFamily } from '../lib/bench/peer';
@@ -21,6 +23,38 @@ function hostData(dtype: ck.Dtype, n: number, seed: number): HostOf {
     out[i] = dtype.startsWith('float') ? (h / 4294967296) * 2 - 1 + i : dtype === 'int32' ? h | 0 : h;
   }
   return out;
+}
+
+/**
+ * Peer access as the driver's own tool reports it (`nvidia-smi topo -p2p r`), keyed by PCI bus
+ * (CUDA and nvidia-smi may number the devices differently); undefined where nvidia-smi is missing.
+ */
+function p2pFromNvidiaSmi(): Map<string, boolean> | undefined {
+  let topo: string, buses: string;
+  try {
+    topo = execFileSync('nvidia-smi', ['topo', '-p2p', 'r'], { encoding: 'utf8' });
+    buses = execFileSync('nvidia-smi', ['--query-gpu=index,pci.bus', '--format=csv,noheader'], { encoding: 'utf8' });
+  } catch {
+    return undefined;
+  }
+  const busOf = new Map(
+    buses
+      .trim()
+      .split('\n')
+      .map((l) => l.split(',').map((c) => c.trim()))
+      .map(([i, bus]) => [Number(i), Number.parseInt(bus, 16)]),
+  );
+  const result = new Map<string, boolean>();
+  for (const line of topo.split('\n')) {
+    const cells = line.trim().split(/\s+/);
+    const row = /^GPU(\d+)$/.exec(cells[0] ?? '');
+    if (!row) continue;
+    cells.slice(1).forEach((c, col) => {
+      if (c === 'X') return;
+      result.set(`${busOf.get(Number(row[1]))}>${busOf.get(col)}`, c === 'OK');
+    });
+  }
+  return result;
 }
 
 /** Element by element: dst[dstOffset + k] = src[srcOffset + k] for k < length, the rest still `fill`. */
@@ -140,7 +174,10 @@ describeGpu(
 
     test('enablePeerAccess is idempotent where peer access is possible', () => {
       for (const [a, b] of pairs) {
-        expect(ck.canAccessPeer(a, b)).toBe(ck.canAccessPeer(a, b));
+        // The driver's own tool says the same (by PCI bus), where it is there.
+        const smi = p2pFromNvidiaSmi()?.get(`${ck.deviceProperties(a).pciBusId}>${ck.deviceProperties(b).pciBusId}`);
+        if (smi !== undefined) expect(ck.canAccessPeer(a, b)).toBe(smi);
+        expect(ck.canAccessPeer(a, b)).toBe(ck.deviceProperties(a).peers.includes(b));
         if (ck.canAccessPeer(a, b) && ck.canAccessPeer(b, a)) {
           ck.enablePeerAccess(a, b);
           ck.enablePeerAccess(a, b);

@@ -1,5 +1,6 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
+import { stencilMismatch } from './harness/families';
 import { describeGpu } from './helpers/gpu';
 
 const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
@@ -65,6 +66,50 @@ describe('cpu.stencil', () => {
     const r = ck.cpu.stencil(g, 3, 3, { maxIterations: 7, tolerance: 1 });
     expect(r.iterations).toBe(7);
     expect(r.residual).toBeNaN();
+  });
+});
+
+describe('the stencil property oracle', () => {
+  // A CPU result stands in for the GPU's, then is broken one way at a time: each must be caught.
+  const p = { rows: 6, cols: 7, dtype: 'float64' as const, maxIterations: 12, tolerance: 0 };
+  const grid = Float64Array.from({ length: 42 }, (_, i) => Math.sin(i));
+  const ref = ck.cpu.stencil(grid, 6, 7, { tolerance: 0, maxIterations: 12 });
+  const same = () => ({ ...ref, grid: Float64Array.from(ref.grid) });
+
+  test('accepts the reference itself', () => {
+    expect(stencilMismatch(p, same(), ref)).toBeNull();
+  });
+
+  test('at tolerance 0, refuses a run that stopped early with a residual above 0', () => {
+    const early = ck.cpu.stencil(grid, 6, 7, { tolerance: 0, maxIterations: 9 });
+    expect(stencilMismatch(p, { ...early, iterations: 9 }, ref)).toMatch(/stopped after 9 sweeps with residual/);
+  });
+
+  test('refuses different sweep counts unless both runs reached the tolerance', () => {
+    // Stopped "converged" (residual 0 claimed) while the reference is still far from a fixed point.
+    const early = ck.cpu.stencil(grid, 6, 7, { tolerance: 0, maxIterations: 9 });
+    expect(stencilMismatch(p, { ...early, residual: 0 }, ref)).toMatch(/iterations 9 ≠ 12/);
+  });
+
+  test('refuses a wrong grid, residual or checksum, and NaN', () => {
+    const g = same();
+    g.grid[5] += 1e-6;
+    expect(stencilMismatch(p, g, ref)).toMatch(/grid: relative error/);
+    expect(stencilMismatch(p, { ...same(), residual: ref.residual * 1.01 }, ref)).toMatch(/residual/);
+    expect(stencilMismatch(p, { ...same(), checksum: ref.checksum + 1e-6 }, ref)).toMatch(/checksum/);
+    const nan = same();
+    nan.grid[0] = NaN;
+    expect(stencilMismatch(p, nan, ref)).toMatch(/grid/);
+    expect(stencilMismatch(p, { ...same(), residual: NaN }, ref)).toMatch(/residual/);
+  });
+
+  test('accepts sweep counts that differ at an exact fixed point', () => {
+    // A constant grid is a fixed point: residual 0 within a sweep or two (the first may round).
+    const flat = new Float64Array(42).fill(0.25);
+    const r = ck.cpu.stencil(flat, 6, 7, { tolerance: 0, maxIterations: 12 });
+    expect(r.iterations).toBeLessThan(4);
+    expect(r.residual).toBe(0);
+    expect(stencilMismatch(p, { ...r, iterations: r.iterations + 1 }, r)).toBeNull();
   });
 });
 

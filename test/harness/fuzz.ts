@@ -151,6 +151,11 @@ interface Target {
   /** Calls that are valid but would legitimately run for a very long time are skipped. */
   skip?(a: unknown[]): boolean;
   io?: boolean;
+  /**
+   * The error name the base arguments throw on purpose (a method on a foreign `this`, a timer read
+   * before it ran). Every other target's base call must succeed on a GPU.
+   */
+  baseThrows?: string;
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -217,6 +222,7 @@ const TARGETS: Target[] = [
   { name: 'DeviceArray.free', base: () => [arrayOf('float64', 3)], call: f((a: DeviceArray) => a.free()) },
   {
     name: 'DeviceArray method on a foreign this',
+    baseThrows: 'TypeError',
     base: () => [{}, 'toHostSync'],
     call: f((self: unknown, m: unknown) => {
       const method = (DeviceArray.prototype as any)[m as string];
@@ -231,6 +237,7 @@ const TARGETS: Target[] = [
   },
   {
     name: 'EventTimer.elapsedMs unstarted',
+    baseThrows: 'CudaError',
     base: () => [0],
     call: f((d) => new ck.EventTimer(d as number).elapsedMs()),
   },
@@ -450,6 +457,17 @@ const TARGETS: Target[] = [
 ];
 /* eslint-enable @typescript-eslint/no-explicit-any */
 
+// A target whose valid call fails, planted by test/fuzz.test.ts to show that the harness reports it.
+if (process.env.CK_FUZZ_PLANT === 'valid-call-throws') {
+  TARGETS.push({
+    name: 'planted',
+    base: () => [1],
+    call: f((x: unknown) => {
+      if (x === 1) throw new RangeError('planted: a valid call that throws');
+    }),
+  });
+}
+
 // ---- running ----------------------------------------------------------------------------------
 
 type Outcome = 'ok' | 'TypeError' | 'RangeError' | 'CudaError' | 'GraphFileError' | 'SystemError';
@@ -521,15 +539,26 @@ async function main(): Promise<void> {
   // pool) before memory is measured, and shows the valid calls succeed.
   for (const t of TARGETS) {
     calls++;
+    let thrown: unknown;
     try {
       const r = t.call(...t.base());
       collect(r);
       if (r instanceof Promise) await r;
-      counts.ok = (counts.ok ?? 0) + 1;
     } catch (e) {
-      const outcome = classify(e, !!t.io);
-      if (outcome === null) failures.push(`${t.name} with its base arguments threw ${String(e)}`);
-      else counts[outcome] = (counts[outcome] ?? 0) + 1;
+      thrown = e ?? new Error(String(e));
+    }
+    // On a GPU the base arguments are valid: they must succeed (or throw exactly what the target
+    // says it throws on purpose). Without one, calls that reach the device throw CudaError, and
+    // the forged arrays that stand in for device arrays a TypeError; nothing else.
+    const allowed = t.baseThrows ? [t.baseThrows] : GPU ? [] : ['CudaError', 'TypeError'];
+    const got = thrown === undefined ? undefined : String((thrown as Error).name ?? 'a non-error');
+    if (got !== undefined && !allowed.includes(got)) {
+      failures.push(`${t.name} with its base arguments threw ${got}: ${String((thrown as Error)?.message ?? thrown)}`);
+    } else if (thrown === undefined && t.baseThrows && GPU) {
+      failures.push(`${t.name} with its base arguments should throw ${t.baseThrows} but returned`);
+    } else {
+      const outcome = thrown === undefined ? 'ok' : classify(thrown, !!t.io);
+      if (outcome) counts[outcome] = (counts[outcome] ?? 0) + 1;
     }
     for (const a of made) a.free();
     made = [];
