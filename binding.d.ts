@@ -226,6 +226,7 @@ export interface NativeBinding {
    * Test-only fault injection (not exported by lib/): 0 launches a kernel with an invalid
    * configuration (a recoverable CudaError), 1 a kernel writing through a null pointer (a sticky
    * cudaErrorIllegalAddress: the process's CUDA context is lost; use it in a child process only).
+   * Absent from release builds (`npm run prebuild`), which carry no test-only code.
    */
-  debugFault(kind: 0 | 1, device?: number): void;
+  debugFault?(kind: 0 | 1, device?: number): void;
 }

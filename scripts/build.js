@@ -47,12 +47,16 @@ function build({ quiet = false } = {}) {
   }
   const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
   const jobs = String(Math.max(1, os.availableParallelism ? os.availableParallelism() : os.cpus().length));
-  // `cmake-js compile` reuses an existing configuration; when the requested architecture list differs
-  // from the one built (CUDA_KERNELS_ARCHS set or unset since), configure again from scratch.
+  // `cmake-js compile` reuses an existing configuration; when the requested architecture list or the
+  // release switch (CUDA_KERNELS_RELEASE=1: no test hooks) differs from the one built, configure again.
   const wanted = process.env.CUDA_KERNELS_ARCHS || DEFAULT_ARCHS;
-  const archsFile = path.join(root, 'build', 'cuda-archs.txt');
-  const built = fs.existsSync(archsFile) ? fs.readFileSync(archsFile, 'utf8').trim() : wanted;
-  const command = built === wanted ? 'compile' : 'rebuild';
+  const wantedHooks = process.env.CUDA_KERNELS_RELEASE === '1' ? 'OFF' : 'ON';
+  const read = (name, fallback) => {
+    const file = path.join(root, 'build', name);
+    return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : fallback;
+  };
+  const same = read('cuda-archs.txt', wanted) === wanted && read('test-hooks.txt', wantedHooks) === wantedHooks;
+  const command = same ? 'compile' : 'rebuild';
   const args = [cmakeJs, command, '--directory', root, '--parallel', jobs, `--CDCMAKE_CUDA_COMPILER=${nvcc}`];
   if (!quiet) console.error(`cuda-kernels: building the addon with ${nvcc} (${jobs} jobs)`);
   const started = Date.now();

@@ -37,7 +37,11 @@ function check() {
 
 function prebuild() {
   const archs = fs.existsSync(archsFile) ? fs.readFileSync(archsFile, 'utf8').trim() : '';
-  if (!fs.existsSync(built) || archs !== DEFAULT_ARCHS) {
+  const hooksFile = path.join(root, 'build', 'test-hooks.txt');
+  const hooks = fs.existsSync(hooksFile) ? fs.readFileSync(hooksFile, 'utf8').trim() : 'ON';
+  // The shipped binary is a release build: every architecture, no test-only code.
+  process.env.CUDA_KERNELS_RELEASE = '1';
+  if (!fs.existsSync(built) || archs !== DEFAULT_ARCHS || hooks !== 'OFF') {
     // A local build may cover only the architectures named in CUDA_KERNELS_ARCHS: rebuild them all.
     delete process.env.CUDA_KERNELS_ARCHS;
     const status = require('./build.js').build();

@@ -139,13 +139,18 @@ describeOom(
   },
 );
 
+// Fault injection is compiled into development builds only (CMakeLists.txt: CK_TEST_HOOKS).
+const hooks = typeof native.debugFault === 'function';
+const faultTest = hooks ? test : test.skip;
+const noHooks = hooks ? '' : ' [skipped: a release build, without the test hooks]';
+
 describeGpu('kernel faults', () => {
-  test('an invalid launch is a CudaError and the device stays usable, live arrays intact', async () => {
+  faultTest(`an invalid launch is a CudaError and the device stays usable, live arrays intact${noHooks}`, async () => {
     const host = ck.cpu.randomArray(Float32Array, 3 * 5, 9);
     using kept = ck.upload(host);
     let caught: unknown;
     try {
-      native.debugFault(0);
+      native.debugFault!(0);
     } catch (e) {
       caught = e;
     }
@@ -162,9 +167,9 @@ describeGpu('kernel faults', () => {
     report(`fault: forced invalid launch → CudaError ${(caught as ck.CudaError).code}; device usable after it`);
   });
 
-  const stickyTest = SANITIZER ? test.skip : test;
+  const stickyTest = SANITIZER || !hooks ? test.skip : test;
   stickyTest(
-    `an illegal address (sticky) in a child process: CudaError saying the context is lost, clean exit${SANITIZER ? ' [skipped: the sanitizer reports the forced fault itself]' : ''}`,
+    `an illegal address (sticky) in a child process: CudaError saying the context is lost, clean exit${SANITIZER ? ' [skipped: the sanitizer reports the forced fault itself]' : noHooks}`,
     () => {
       const child = spawnSync(
         process.execPath,

@@ -14,14 +14,11 @@
 #include "apsp/apsp.h"
 #include "core/cp_async.h"
 #include "core/launch.h"
+#include "core/math.h"
 
 namespace ck {
 namespace apsp {
 namespace {
-
-__host__ __device__ inline int64_t ceilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // min(a + b, c) — one VIADDMNMX on sm_90 (DPX). nvcc 13 emits the same instruction for the plain
 // expression there; the intrinsic documents the intent. Elsewhere an IADD and an IMNMX.
@@ -84,21 +81,13 @@ __global__ void apsp_unpad_rows_kernel(const int32_t* __restrict__ src, int32_t*
   }
 }
 
-// splitmix64: a counter-based hash, so the graph depends only on (seed, index).
-__device__ __forceinline__ uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 __global__ void apsp_random_graph_kernel(int32_t* __restrict__ out, int64_t n, uint64_t threshold,
                                          int32_t minWeight, uint32_t span, uint64_t seed) {
   const int64_t total = n * n;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = e / n, j = e - i * n;
-    const uint64_t h = mix64(seed ^ mix64(static_cast<uint64_t>(e)));
+    const uint64_t h = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(e)));
     // The top 32 bits decide the edge, the bottom 32 its weight.
     int32_t v = kInf;
     if ((h >> 32) < threshold) v = minWeight + static_cast<int32_t>((h & 0xffffffffull) % span);

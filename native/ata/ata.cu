@@ -5,14 +5,11 @@
 
 #include "ata.h"
 #include "core/cp_async.h"
+#include "core/math.h"
 
 namespace ck {
 namespace ata {
 namespace detail {
-
-__host__ __device__ inline int64_t ceilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // Upper-triangle tile t (column-major over the triangle: column bj holds tiles bi = 0..bj) to
 // (bi, bj). The sqrt guess is corrected both ways because a double sqrt can be off by one for
@@ -718,8 +715,7 @@ cudaError_t launchBasic(const double* A, double* C, int64_t rows, int64_t cols, 
   cudaError_t err;
   if (detail::trivialShape(C, rows, cols, stream, err)) return err;
   const dim3 block(32, 8);
-  const int64_t gx = detail::ceilDiv(cols, block.x),
-                gy = std::min<int64_t>(detail::ceilDiv(cols, block.y), 65535);
+  const int64_t gx = ceilDiv(cols, block.x), gy = std::min<int64_t>(ceilDiv(cols, block.y), 65535);
   if (gx > INT_MAX) return cudaErrorInvalidValue;
   detail::ata_basic_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block, 0, stream>>>(
       A, C, rows, cols);

@@ -1,5 +1,6 @@
 #include <cstdint>
 
+#include "block_reduce.cuh"
 #include "compare.h"
 #include "launch.h"
 
@@ -8,11 +9,6 @@ namespace ck {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ inline double warpSum(double v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
 
 template <typename T>
 __global__ void diff_norms_kernel(const T* __restrict__ a, const T* __restrict__ b, size_t length,
@@ -24,25 +20,13 @@ __global__ void diff_norms_kernel(const T* __restrict__ a, const T* __restrict__
     diff += (x - y) * (x - y);
     ref += y * y;
   }
-  // Warp shuffles, then one partial per warp in shared memory, then one atomic per block.
-  __shared__ double partial[2][kThreads / 32];
-  diff = warpSum(diff);
-  ref = warpSum(ref);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    partial[0][warp] = diff;
-    partial[1][warp] = ref;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    diff = lane < kThreads / 32 ? partial[0][lane] : 0;
-    ref = lane < kThreads / 32 ? partial[1][lane] : 0;
-    diff = warpSum(diff);
-    ref = warpSum(ref);
-    if (lane == 0) {
-      atomicAdd(&sums[0], diff);
-      atomicAdd(&sums[1], ref);
-    }
+  // One partial per warp in shared memory, then one atomic per block.
+  __shared__ double partial[2][32];
+  diff = blockReduce<SumOp>(diff, partial[0], 0.0);
+  ref = blockReduce<SumOp>(ref, partial[1], 0.0);
+  if (threadIdx.x == 0) {
+    atomicAdd(&sums[0], diff);
+    atomicAdd(&sums[1], ref);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "fill.h"
 #include "launch.h"
+#include "math.h"
 
 namespace ck {
 
@@ -32,15 +33,6 @@ cudaError_t launchFill(void* ptr, Dtype dtype, size_t length, double value, cuda
     case Dtype::Uint32: return fillAs<uint32_t>(ptr, length, static_cast<uint32_t>(value), stream);
   }
   return cudaErrorInvalidValue;
-}
-
-// splitmix64: a full-period bijection on 64-bit counters, so neighbouring indices give
-// independent-looking values without any per-thread state.
-__device__ inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
 }
 
 template <typename T>

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/block_reduce.cuh"
 #include "core/cublas.h"
 #include "core/errors.h"
 #include "core/launch.h"
@@ -89,16 +90,7 @@ __device__ __forceinline__ float derivative(float y, Activation a) {
 // the block's first thread. Every thread of the block must call it.
 __device__ float blockSum(float v) {
   __shared__ float warpSums[32];
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  const int lane = tid & 31, warp = tid >> 5;
-  if (lane == 0) warpSums[warp] = v;
-  __syncthreads();
-  const int warps = static_cast<int>(blockDim.x * blockDim.y) >> 5;
-  v = tid < warps ? warpSums[tid] : 0.0f;
-  if (warp == 0)
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  return v;
+  return blockReduce<SumOp>(v, warpSums, 0.0f);
 }
 
 // ---------------------------------------------------------------------------------------------

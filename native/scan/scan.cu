@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cub/cub.cuh>
 
+#include "core/block_reduce.cuh"
+#include "core/math.h"
 #include "scan.h"
 
 namespace ck {
@@ -12,10 +14,6 @@ namespace scan {
 namespace detail {
 
 constexpr unsigned kFullMask = 0xffffffffu;
-
-__host__ __device__ inline int64_t ceilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // ---------------------------------------------------------------------------------------------
 // 16-byte vectors. Typed vector types (rather than a uint4 reinterpreted per element) keep the
@@ -190,13 +188,6 @@ __device__ __forceinline__ T warpInclusiveScan(T v, int lane) {
     const T up = __shfl_up_sync(kFullMask, v, d);
     if (lane >= d) v = up + v;
   }
-  return v;
-}
-
-template <class T>
-__device__ __forceinline__ T warpSum(T v) {
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(kFullMask, v, d);
   return v;
 }
 
@@ -377,10 +368,10 @@ __device__ __forceinline__ T lookBack(const Status& status, int64_t tile, T aggr
     const unsigned inclusiveLanes = __ballot_sync(kFullMask, flag == kFlagInclusive);
     if (inclusiveLanes) {
       const int stop = 31 - __clz(inclusiveLanes);  // nearest inclusive prefix; older lanes are covered by it
-      exclusive += warpSum(lane < stop ? T(0) : v);
+      exclusive += warpReduce<SumOp>(lane < stop ? T(0) : v);
       break;
     }
-    exclusive += warpSum(v);
+    exclusive += warpReduce<SumOp>(v);
   }
   if (lane == 0) status.publish(tile, kFlagInclusive, exclusive + aggregate);
   return exclusive;
@@ -497,7 +488,7 @@ __global__ void __launch_bounds__(THREADS)
   T total = x[0];
 #pragma unroll
   for (int i = 1; i < ITEMS; ++i) total += x[i];
-  total = warpSum(total);
+  total = warpReduce<SumOp>(total);
   if (lane == 0) sm.warpTotals[warp] = total;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -726,21 +717,6 @@ struct MaxOf {
 constexpr int kReduceThreads = 256;
 constexpr int kReduceUnroll = 4;  // independent 16-byte loads in flight per thread
 
-template <class Op>
-__device__ __forceinline__ typename Op::Acc blockReduce(typename Op::Acc acc, typename Op::Acc* shared) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) acc = Op::combine(acc, __shfl_xor_sync(kFullMask, acc, d));
-  if (lane == 0) shared[warp] = acc;
-  __syncthreads();
-  if (warp == 0) {
-    acc = lane < static_cast<int>(blockDim.x / 32) ? shared[lane] : Op::identity();
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) acc = Op::combine(acc, __shfl_xor_sync(kFullMask, acc, d));
-  }
-  return acc;  // valid in thread 0
-}
-
 // Grid-stride over the 16-byte-aligned body; the few unaligned head and tail elements go to the
 // first threads of the grid. One partial per block: no atomics (there is no atomicMin for double,
 // and a second pass keeps the result deterministic).
@@ -779,7 +755,7 @@ __global__ void __launch_bounds__(kReduceThreads)
   if (g < head) acc = Op::combine(acc, Op::lift(in[g]));
   const int64_t tail = head + vectors * kVec;
   if (g < n - tail) acc = Op::combine(acc, Op::lift(in[tail + g]));
-  acc = blockReduce<Op>(acc, shared);
+  acc = blockReduce<Op>(acc, shared, Op::identity());
   if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
 
@@ -800,7 +776,7 @@ __global__ void __launch_bounds__(kReduceThreads)
   __shared__ Acc shared[kReduceThreads / 32];
   Acc acc = Op::identity();
   for (int i = threadIdx.x; i < count; i += blockDim.x) acc = Op::combine(acc, partials[i]);
-  acc = blockReduce<Op>(acc, shared);
+  acc = blockReduce<Op>(acc, shared, Op::identity());
   if (threadIdx.x == 0) *result = count == 0 ? Op::empty() : accToDouble(acc, asSigned);
 }
 
@@ -895,16 +871,20 @@ struct CubRunner {
 // doubles) was the fastest shape at every dtype and size from 2^24 up on the H200 (NOTES.md, run 3);
 // the others stay for the harness's tuning sweep. It needs 96 registers and 34.9 KB of static shared
 // memory a block: 5 blocks (160 KB of tile data) per Hopper SM, fewer on sm_75/86/89.
+// The harness (bench/dev/scan) compiles this file with -DCK_TUNING_VARIANTS; the addon carries only
+// the shipped shape.
 template <class T>
 struct FastVariants {
   static cudaError_t run(int variant, const T* i, T* o, size_t n, bool inc, cudaStream_t s) {
     switch (variant) {
+#ifdef CK_TUNING_VARIANTS
       case 0: return lookbackScan<T, 128, 128, 6, false, true>(i, o, n, inc, s);
       case 1: return lookbackScan<T, 256, 128, 3, false, true>(i, o, n, inc, s);
       case 2: return lookbackScan<T, 256, 128, 3, true, true>(i, o, n, inc, s);
       case 3: return lookbackScan<T, 128, 128, 6, true, true>(i, o, n, inc, s);
-      case 4: return lookbackScan<T, 128, 256, 4, false, true>(i, o, n, inc, s);
       case 5: return lookbackScan<T, 128, 192, 5, false, true>(i, o, n, inc, s);
+#endif
+      case 4: return lookbackScan<T, 128, 256, 4, false, true>(i, o, n, inc, s);
     }
     return cudaErrorInvalidValue;
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/block_reduce.cuh"
 #include "stencil.h"
 
 namespace ck {
@@ -86,30 +87,11 @@ __host__ __device__ inline double fromBits<double>(unsigned long long bits) {
 #endif
 }
 
-// max that keeps a NaN once seen (fmax would drop it), so a grid gone NaN never "converges".
+// The residual is a max that keeps a NaN once seen (MaxKeepNaNOp), so a grid gone NaN never
+// "converges"; residuals are ≥ 0, so 0 is its identity.
 template <typename T>
-__device__ inline T maxKeepNaN(T m, T d) {
-  return (d > m || d != d) ? d : m;
-}
-
-template <typename T>
-__device__ inline T warpMax(T v) {
-  for (int off = 16; off > 0; off >>= 1) v = maxKeepNaN(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-
-// Block-wide max of `v` (blockDim.x·blockDim.y threads, a multiple of 32); the result is valid in
-// thread 0. `scratch` holds one slot per warp.
-template <typename T>
-__device__ inline T blockMax(T v, T* scratch) {
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const int warps = (blockDim.x * blockDim.y) >> 5;
-  v = warpMax(v);
-  if ((tid & 31) == 0) scratch[tid >> 5] = v;
-  __syncthreads();
-  if (tid == 0)
-    for (int i = 1; i < warps; ++i) v = maxKeepNaN(v, scratch[i]);
-  return v;
+__device__ __forceinline__ T maxKeepNaN(T m, T d) {
+  return MaxKeepNaNOp::combine(m, d);
 }
 
 // Every block decides alike from the same finished data whether this pass runs: not once an earlier
@@ -193,7 +175,7 @@ __global__ void stencil_max_abs_diff_kernel(const T* __restrict__ a, const T* __
     const T d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i];
     m = maxKeepNaN(m, d);
   }
-  m = blockMax(m, scratch);
+  m = blockReduce<MaxKeepNaNOp>(m, scratch, T(0));
   if (threadIdx.x == 0) atomicMax(&st->finalResidual, toBits(m));
 }
 
@@ -234,7 +216,7 @@ __global__ void __launch_bounds__(kTileX* kTileY)
     }
     __syncthreads();
   }
-  m = blockMax(m, scratch);
+  m = blockReduce<MaxKeepNaNOp>(m, scratch, T(0));
   if (tid == 0) atomicMax(&st->residual[pass.index % 3][0], toBits(m));
 }
 
@@ -367,7 +349,7 @@ __global__ void __launch_bounds__(kFastThreadsX* kFastThreadsY)
           b0 = c0, b1 = c1, b2 = c2;
         }
       }
-      m = warpMax(m);
+      m = warpReduce<MaxKeepNaNOp>(m);
       if (tx == 0) scratch[s & 1][ty] = m;
       __syncthreads();
       if (tid == 0) {

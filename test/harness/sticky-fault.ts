@@ -13,7 +13,7 @@ const describe = (e: unknown) => ({
   message: (e as Error).message,
 });
 try {
-  native.debugFault(1);
+  native.debugFault!(1);
   seen.fault = 'no error';
 } catch (e) {
   seen.fault = describe(e);

@@ -2,7 +2,7 @@
 // sources CMake globs). Unity build: it includes ata.cu so that the tuning variants of the fast
 // kernel (ck::ata::detail) can be run next to the public launchers.
 //
-//   nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Inative/ata bench/dev/ata/ata_harness.cu -lcublas -o /tmp/h
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Inative -Inative/ata bench/dev/ata/ata_harness.cu -lcublas -o /tmp/h
 //   /tmp/h            correctness on every shape, then timing, compact table last
 //   /tmp/h --small    small correctness shapes only (for compute-sanitizer)
 //   /tmp/h --variants also run the fast-kernel variants (earlier versions, forced configs, sm_80 path)
@@ -408,7 +408,7 @@ template <class Cfg>
 void printPlan(int64_t rows, int64_t cols, double rel) {
   d::FastPlan p;
   CHECK_CUDA(d::planFast<Cfg>(reinterpret_cast<const double*>(256), rows, cols, d::kModelFlops * rel, 0, p));
-  const int64_t T = d::ceilDiv(cols, Cfg::BM), tiles = T * (T + 1) / 2;
+  const int64_t T = ck::ceilDiv(cols, Cfg::BM), tiles = T * (T + 1) / 2;
   std::printf("plan %-14s BM=%3d tiles=%6lld perSM=%d splits=%4d model=%.3f ms\n", shapeName(rows, cols).c_str(),
               Cfg::BM, (long long)tiles, p.perSm, p.splits, p.seconds * 1e3);
 }

@@ -4,7 +4,7 @@
 set -o pipefail
 OUT=${OUT:-/tmp/ata-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu --format=csv,noheader
-nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Xptxas -v -Inative/ata bench/dev/ata/ata_harness.cu -lcublas \
+nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Xptxas -v -Inative -Inative/ata bench/dev/ata/ata_harness.cu -lcublas \
   -o /tmp/ata_h 2> "$OUT/ptxas.txt" || { grep -E "error" "$OUT/ptxas.txt" | head -30; exit 1; }
 echo "SASS tensor ops:"; cuobjdump --dump-sass /tmp/ata_h | grep -oE 'DMMA[.0-9A-Za-z]*' | sort | uniq -c
 /tmp/ata_h "$@" > "$OUT/ata.log" 2>&1; rc=$?

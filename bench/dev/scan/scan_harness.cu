@@ -1,5 +1,5 @@
 // Standalone correctness test and benchmark for scan.cu (GPU host, no Node.js).
-//   nvcc -std=c++17 -O3 -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \
+//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \
 //        native/scan/scan.cu bench/dev/scan/scan_harness.cu -o scan_harness
 //   ./scan_harness            all checks, then timings
 //   ./scan_harness --small    small sizes only, no timing (for compute-sanitizer)
