@@ -169,6 +169,10 @@ export interface NativeBinding {
    * Floats of workspace a training step (`train`) or a forward pass of `batch` patterns needs.
    * hidden: 0 sigmoid, 1 tanh, 2 relu; output: 0 sigmoid, 3 identity.
    */
+  /** The MLP method names in index order (lib/ops/mlp.ts's `mlpMethods`). */
+  mlpMethods(): string[];
+  /** The activation names in code order: sigmoid 0, tanh 1, relu 2, identity 3. */
+  mlpActivations(): string[];
   mlpWorkspace(
     layers: number[],
     hidden: number,

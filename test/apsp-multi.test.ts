@@ -1,8 +1,6 @@
 import * as ck from '../lib';
-import { hostGraph } from './harness/families';
+import { freshSeed, hostGraph } from './harness/families';
 import { describeGpu, gpuCount } from './helpers/gpu';
-
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 describeGpu('apsp across devices: options', () => {
   test('devices must be a non-empty array of distinct device indices', () => {

@@ -6,13 +6,12 @@ import * as ck from '../lib';
 import { progressReporter } from '../lib/cli/apsp';
 import { native } from '../lib/native';
 import { expectThrows } from './helpers/errors';
-import { hostGraph, rng } from './harness/families';
+import { freshSeed, hostGraph, rng } from './harness/families';
 import { describeGpu, describeNoGpu } from './helpers/gpu';
 
 const { INF } = ck;
 // CK_APSP_QUICK=1 (the compute-sanitizer runs) keeps the GPU cases small.
 const QUICK = process.env.CK_APSP_QUICK === '1';
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 /** Dijkstra from every source (O(n³) with an array scan): an independent check of cpu.apsp. */
 function dijkstraAll(w: Int32Array, n: number): Int32Array {

@@ -1,6 +1,7 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
 import { describeGpu } from './helpers/gpu';
+import { freshSeed } from './harness/families';
 
 const SHAPES: [number, number][] = [
   [1, 1],
@@ -15,7 +16,6 @@ const SHAPES: [number, number][] = [
 ];
 // Methods that compute one triangle and mirror it: C must be exactly symmetric.
 const MIRRORED = new Set(['cublas-syrk', 'tiled', 'fast']);
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 function symmetryDefect(c: Float64Array, n: number): number {
   let bad = 0;

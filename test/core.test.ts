@@ -15,7 +15,11 @@ describe('addon', () => {
     const optional = [...body.matchAll(/^\s{2}(\w+)\?\(/gm)].map((m) => m[1]);
     expect(declared.length).toBeGreaterThan(10);
     expect(optional).toEqual(['debugFault']);
-    expect(Object.keys(native).filter((k) => !optional.includes(k)).sort()).toEqual(declared);
+    expect(
+      Object.keys(native)
+        .filter((k) => !optional.includes(k))
+        .sort(),
+    ).toEqual(declared);
     for (const name of [...declared, ...optional.filter((k) => k in native)])
       expect(typeof (native as unknown as Record<string, unknown>)[name]).toBe('function');
   });

@@ -1,6 +1,7 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
 import { describeGpu } from './helpers/gpu';
+import { freshSeed } from './harness/families';
 
 const SHAPES: [number, number, number][] = [
   [1, 1, 1],
@@ -11,7 +12,6 @@ const SHAPES: [number, number, number][] = [
   [1000, 1, 1000],
   [1, 1000, 1],
 ];
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 describe('cpu.gemm', () => {
   test('matches a hand-computed product', () => {

@@ -1,9 +1,9 @@
 import * as ck from '../lib';
-import { flatWeights } from './harness/families';
+import { native } from '../lib/native';
+import { HIDDEN_CODE, OUTPUT_CODE } from '../lib/ops/mlp';
+import { flatWeights, freshSeed } from './harness/families';
 import { expectThrows } from './helpers/errors';
 import { describeGpu } from './helpers/gpu';
-
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 /** P patterns of n inputs in [-1, 1) and m targets in [0, 1). */
 function data(P: number, n: number, m: number, seed: number): { X: Float32Array; T: Float32Array } {
@@ -105,6 +105,16 @@ describe('cpu.Mlp (the reference)', () => {
 });
 
 describe('Mlp argument checks (no device needed)', () => {
+  test('the method and activation codes lib/ passes are the ones native/ reads', () => {
+    expect(native.mlpMethods()).toEqual([...ck.mlpMethods]);
+    const names = native.mlpActivations();
+    for (const a of ck.mlpActivations) expect(names[HIDDEN_CODE[a]]).toBe(a);
+    for (const a of ck.mlpOutputs) expect(names[OUTPUT_CODE[a]]).toBe(a);
+    // Every code the native side accepts has a name on the TS side, and no two share one.
+    expect(new Set(Object.values(HIDDEN_CODE)).size).toBe(ck.mlpActivations.length);
+    expect(Object.keys(HIDDEN_CODE).sort()).toEqual([...ck.mlpActivations].sort());
+  });
+
   const ok = { layers: [2, 3, 1], eta: 0.1 };
   test.each([
     [{ ...ok, layers: [3] }, /options.layers/],

@@ -1,11 +1,10 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
-import { floatScanError } from './harness/families';
+import { floatScanError, freshSeed } from './harness/families';
 import { describeGpu } from './helpers/gpu';
 
 const LENGTHS = [0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 65_537, 2 ** 20 + 7];
 const INTEGER = new Set<ck.Dtype>(['int32', 'uint32']);
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 
 function hostInput(dtype: ck.Dtype, n: number, seed: number): ck.HostArray {
   const f = ck.cpu.randomArray(Float64Array, n, seed);

@@ -1,9 +1,8 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
-import { stencilMismatch } from './harness/families';
+import { freshSeed, stencilMismatch } from './harness/families';
 import { describeGpu } from './helpers/gpu';
 
-const freshSeed = () => Math.floor(Math.random() * 2 ** 31);
 type FloatDtype = 'float32' | 'float64';
 const FLOATS: readonly FloatDtype[] = ['float32', 'float64'];
 const SHAPES: readonly [number, number][] = [

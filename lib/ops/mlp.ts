@@ -35,8 +35,10 @@ export const mlpMethods = ['custom', 'cublas'] as const;
 /** A variant name, or `auto` (`cublas` where cuBLAS loads, else `custom`). */
 export type MlpMethod = (typeof mlpMethods)[number] | 'auto';
 
-const HIDDEN_CODE: Record<MlpActivation, number> = { sigmoid: 0, tanh: 1, relu: 2 };
-const OUTPUT_CODE: Record<MlpOutput, number> = { sigmoid: 0, identity: 3 };
+/** @internal The activation codes native/mlp passes to its kernels (its `mlpActivations()` order). */
+export const HIDDEN_CODE: Record<MlpActivation, number> = { sigmoid: 0, tanh: 1, relu: 2 };
+/** @internal */
+export const OUTPUT_CODE: Record<MlpOutput, number> = { sigmoid: 0, identity: 3 };
 
 /** Options of the GPU {@link Mlp}: the network ({@link MlpSpec}) and how it runs. */
 export interface MlpOptions extends MlpSpec {

@@ -12,6 +12,7 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/method_names.h"
 
 namespace ck {
 
@@ -110,9 +111,7 @@ Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value apspMethods(const Napi::CallbackInfo& info) {
-  auto names = Napi::Array::New(info.Env(), apsp::kMethodCount);
-  for (int i = 0; i < apsp::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), apsp::kMethods[i].name);
-  return names;
+  return methodNames(info.Env(), apsp::kMethods, apsp::kMethodCount);
 }
 
 // apspRandomGraph(out, n, density, minWeight, maxWeight, seed)

@@ -6,6 +6,7 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/method_names.h"
 
 namespace ck {
 
@@ -40,9 +41,7 @@ Napi::Value ataRun(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ataMethods(const Napi::CallbackInfo& info) {
-  auto names = Napi::Array::New(info.Env(), ata::kMethodCount);
-  for (int i = 0; i < ata::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), ata::kMethods[i].name);
-  return names;
+  return methodNames(info.Env(), ata::kMethods, ata::kMethodCount);
 }
 
 }  // namespace

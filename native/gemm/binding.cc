@@ -5,6 +5,7 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/method_names.h"
 #include "gemm/methods.h"
 
 namespace ck {
@@ -43,9 +44,7 @@ Napi::Value gemmRun(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value gemmMethods(const Napi::CallbackInfo& info) {
-  auto names = Napi::Array::New(info.Env(), gemm::kMethodCount);
-  for (int i = 0; i < gemm::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), gemm::kMethods[i].name);
-  return names;
+  return methodNames(info.Env(), gemm::kMethods, gemm::kMethodCount);
 }
 
 }  // namespace

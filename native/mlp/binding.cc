@@ -9,6 +9,8 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/method_names.h"
+#include "mlp/methods.h"
 #include "mlp/mlp.h"
 
 namespace ck {
@@ -35,8 +37,8 @@ mlp::Net netArg(const Napi::CallbackInfo& info, size_t i, size_t hiddenAt, size_
     throw Napi::RangeError::New(env, "hidden activation out of range");
   if (output != mlp::kSigmoid && output != mlp::kIdentity)
     throw Napi::RangeError::New(env, "output activation out of range");
-  net.hidden = static_cast<mlp::Activation>(hidden);
-  net.output = static_cast<mlp::Activation>(output);
+  net.hidden = mlp::kActivations[hidden].code;
+  net.output = mlp::kActivations[output].code;
   // Every size fits an int, but the parameter count of a long net of wide layers need not fit 64 bits.
   uint64_t params = 0;
   for (size_t k = 0; k + 1 < net.sizes.size(); ++k) {
@@ -68,11 +70,10 @@ void checkFloat32(Napi::Env env, const DeviceBuffer& b, uint64_t length, int dev
   if (b.device != device) throw Napi::RangeError::New(env, std::string(name) + " is on another device");
 }
 
-int methodArg(const Napi::CallbackInfo& info, size_t i) {
+mlp::Method methodArg(const Napi::CallbackInfo& info, size_t i) {
   const int m = intArg(info, i, "method");
-  if (m != mlp::kCustom && m != mlp::kCublas)
-    throw Napi::RangeError::New(info.Env(), "method index out of range");
-  return m;
+  if (m < 0 || m >= mlp::kMethodCount) throw Napi::RangeError::New(info.Env(), "method index out of range");
+  return mlp::kMethods[m].method;
 }
 
 int streamsArg(const Napi::CallbackInfo& info, size_t i) {
@@ -104,7 +105,7 @@ Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
   const mlp::Net net = netArg(info, 6, 7, 8);
   const int64_t patterns = countArg(info, 9, "patterns"), batch = countArg(info, 10, "batch");
   const double eta = numberArg(info, 11, "eta"), alpha = numberArg(info, 12, "alpha");
-  const int method = methodArg(info, 13);
+  const mlp::Method method = methodArg(info, 13);
   const int streams = streamsArg(info, 14);
   if (patterns < 1 || patterns > kMaxDim)
     throw Napi::RangeError::New(env, "patterns must be in [1, 2^31 - 1]");
@@ -128,8 +129,7 @@ Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
     const mlp::Buffers buf{params.as<float>(), momentum.as<float>(), workspace.as<float>(),
                            error.as<double>()};
     mlp::trainEpoch(net, buf, X.as<const float>(), T.as<const float>(), patterns, batch,
-                    static_cast<float>(eta), static_cast<float>(alpha), static_cast<mlp::Method>(method),
-                    streams, stream);
+                    static_cast<float>(eta), static_cast<float>(alpha), method, streams, stream);
   });
   return env.Undefined();
 }
@@ -146,7 +146,7 @@ Napi::Value mlpForward(const Napi::CallbackInfo& info) {
   DeviceBuffer* error = withTargets ? &unwrapOutput(info[5], "error") : nullptr;
   const mlp::Net net = netArg(info, 6, 7, 8);
   const int64_t rows = countArg(info, 9, "rows");
-  const int method = methodArg(info, 10);
+  const mlp::Method method = methodArg(info, 10);
   if (rows < 1 || rows > kMaxDim) throw Napi::RangeError::New(env, "rows must be in [1, 2^31 - 1]");
   const int device = params.device;
   const uint64_t u = static_cast<uint64_t>(rows);
@@ -166,14 +166,25 @@ Napi::Value mlpForward(const Napi::CallbackInfo& info) {
     const mlp::Buffers buf{params.as<float>(), nullptr, workspace.as<float>(),
                            error ? error->as<double>() : nullptr};
     mlp::forward(net, buf, X.as<const float>(), Y.as<float>(), T ? T->as<const float>() : nullptr, rows,
-                 static_cast<mlp::Method>(method), stream);
+                 method, stream);
   });
   return env.Undefined();
+}
+
+Napi::Value mlpMethods(const Napi::CallbackInfo& info) {
+  return methodNames(info.Env(), mlp::kMethods, mlp::kMethodCount);
+}
+
+// The activation names in code order: lib/ops/mlp.ts's codes are checked against it.
+Napi::Value mlpActivations(const Napi::CallbackInfo& info) {
+  return methodNames(info.Env(), mlp::kActivations, mlp::kActivationCount);
 }
 
 }  // namespace
 
 void registerMlp(Napi::Env env, Napi::Object exports) {
+  exports.Set("mlpMethods", Napi::Function::New(env, mlpMethods, "mlpMethods"));
+  exports.Set("mlpActivations", Napi::Function::New(env, mlpActivations, "mlpActivations"));
   exports.Set("mlpWorkspace", Napi::Function::New(env, mlpWorkspace, "mlpWorkspace"));
   exports.Set("mlpTrainEpoch", Napi::Function::New(env, mlpTrainEpoch, "mlpTrainEpoch"));
   exports.Set("mlpForward", Napi::Function::New(env, mlpForward, "mlpForward"));

@@ -7,6 +7,7 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/method_names.h"
 #include "scan/methods.h"
 #include "scan/scan.h"
 
@@ -37,9 +38,7 @@ Napi::Value scanRun(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value scanMethods(const Napi::CallbackInfo& info) {
-  auto names = Napi::Array::New(info.Env(), scan::kMethodCount);
-  for (int i = 0; i < scan::kMethodCount; ++i) names.Set(static_cast<uint32_t>(i), scan::kMethods[i].name);
-  return names;
+  return methodNames(info.Env(), scan::kMethods, scan::kMethodCount);
 }
 
 // reduceRun(in, op) -> number; waits for the result.

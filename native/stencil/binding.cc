@@ -8,7 +8,8 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
-#include "stencil/stencil.h"
+#include "core/method_names.h"
+#include "stencil/methods.h"
 
 namespace ck {
 
@@ -53,9 +54,9 @@ Napi::Value stencilRun(const Napi::CallbackInfo& info) {
   if (&in == &a || &in == &b || &a == &b) throw Napi::RangeError::New(env, "grid, a and b must be distinct");
   return guard(env, [&] {
     stencil::Result r;
-    check(stencil::run(static_cast<stencil::Method>(method), in.dtype, in.ptr, a.ptr, b.ptr, pb,
+    check(stencil::run(stencil::kMethods[method].method, in.dtype, in.ptr, a.ptr, b.ptr, pb,
                        libraryStream(in.device), &r),
-          (std::string("stencil ") + stencil::kMethodNames[method]).c_str());
+          (std::string("stencil ") + stencil::kMethods[method].name).c_str());
     Napi::Object out = Napi::Object::New(env);
     out.Set("iterations", Napi::Number::New(env, static_cast<double>(r.iterations)));
     out.Set("residual", Napi::Number::New(env, r.residual));
@@ -65,10 +66,7 @@ Napi::Value stencilRun(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value stencilMethods(const Napi::CallbackInfo& info) {
-  auto names = Napi::Array::New(info.Env(), stencil::kMethodCount);
-  for (int i = 0; i < stencil::kMethodCount; ++i)
-    names.Set(static_cast<uint32_t>(i), stencil::kMethodNames[i]);
-  return names;
+  return methodNames(info.Env(), stencil::kMethods, stencil::kMethodCount);
 }
 
 }  // namespace

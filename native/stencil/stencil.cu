@@ -570,9 +570,6 @@ cudaError_t runTyped(Method method, const T* in, T* a, T* b, const Problem& pb, 
 
 }  // namespace detail
 
-const char* const kMethodNames[] = {"basic", "tiled", "fast"};
-const int kMethodCount = 3;
-
 cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, const Problem& pb,
                 cudaStream_t stream, Result* result) {
   using namespace detail;

@@ -11,11 +11,8 @@
 namespace ck {
 namespace stencil {
 
+// The variants; stencil/methods.h has their names.
 enum class Method : int { Basic = 0, Tiled = 1, Fast = 2 };
-
-// The variants' names, indexed by Method, in the order lib/ops/stencil.ts lists them.
-extern const char* const kMethodNames[];
-extern const int kMethodCount;
 
 struct Problem {
   int64_t rows = 0, cols = 0;  // both >= 1

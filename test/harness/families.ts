@@ -64,6 +64,9 @@ export function dim(max: number): fc.Arbitrary<number> {
   return fc.oneof(fc.constantFrom(...special), fc.integer({ min: 1, max }));
 }
 
+/** A new seed for every run: each run checks fresh random inputs (the failure message names the seed where it matters). */
+export const freshSeed = (): number => Math.floor(Math.random() * 2 ** 31);
+
 /** xorshift32 in [0, 1). */
 export function rng(seed: number): () => number {
   let s = seed >>> 0 || 1;
