@@ -7,7 +7,15 @@ import * as path from 'node:path';
 
 import { families, type BenchRow } from '../lib/bench';
 import { axisValue, chartFont, chartSpec, writeChart } from '../lib/bench/chart';
-import { comparisonMarkdown, familyMarkdown, runsMarkdown, writeReport, type ReportsFile } from '../lib/bench/report';
+import { README_TABLES, updateReadmeTables } from '../lib/bench/readme-tables';
+import {
+  comparisonMarkdown,
+  familyMarkdown,
+  readResults,
+  runsMarkdown,
+  writeReport,
+  type ReportsFile,
+} from '../lib/bench/report';
 import { copyReference, fmt, rateRows, referenceFor, sizeValue, sortSizes, splitMethod } from '../lib/bench/summary';
 import { bench, familyTable } from '../lib/cli/bench';
 import { createProgress, eta } from '../lib/cli/progress';
@@ -117,6 +125,30 @@ describe('result summaries', () => {
     expect(text).toMatch(/ref/);
     // A family without the optional fields still gets a table.
     expect(familyTable(undefined, [row('peer', 'p2p', '1GiB', 1, 40, 'GB/s')], [])).toMatch(/p2p/);
+  });
+});
+
+describe("the README's benchmark tables", () => {
+  const root = path.join(__dirname, '..');
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const files = new Map(readResults(path.join(root, 'bench', 'results')).map((g) => [g.slug, g.file]));
+
+  test('are what the committed result files give (regenerate: npm run bench:report)', () => {
+    const ids = [...readme.matchAll(/<!-- bench-table ([\w-]+) -->/g)].map((m) => m[1]);
+    expect(ids.sort()).toEqual(Object.keys(README_TABLES).sort());
+    expect(updateReadmeTables(readme, files)).toBe(readme);
+  });
+
+  test('change when a result changes, and name unknown blocks', () => {
+    const h100 = files.get('nvidia-h100-80gb-hbm3')!;
+    const changed = structuredClone(h100);
+    const row = changed.rows.find((r) => r.op === 'gemm' && r.method === 'cublas' && r.size === '4096x4096x4096')!;
+    row.ms *= 1.5;
+    row.rate /= 1.5;
+    const updated = updateReadmeTables(readme, new Map([...files, ['nvidia-h100-80gb-hbm3', changed]]));
+    expect(updated).not.toBe(readme);
+    expect(updated).toContain(`| 4096 |`);
+    expect(() => updateReadmeTables('<!-- bench-table nope -->\n<!-- /bench-table -->', files)).toThrow(/nope/);
   });
 });
 

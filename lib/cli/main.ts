@@ -54,7 +54,8 @@ program
   .option('--results <dir>', 'folder of the result files', path.join('bench', 'results'))
   .option('--reports <file>', "the reports' tables, transcribed", path.join('bench', 'reports.json'))
   .option('--no-charts', 'skip the SVG and PNG charts')
-  .action(async (opts: { results: string; reports: string; charts: boolean }) => {
+  .option('--readme <file>', "also regenerate that file's <!-- bench-table --> blocks (this repository: README.md)")
+  .action(async (opts: { results: string; reports: string; charts: boolean; readme?: string }) => {
     (await import('./report')).report(opts);
   });
 

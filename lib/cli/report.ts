@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { writeReport, type ReportsFile } from '../bench/report';
+import { updateReadmeTables } from '../bench/readme-tables';
+import { readResults, writeReport, type ReportsFile } from '../bench/report';
 import type { FamilyMeta } from '../bench/summary';
 
 /** The registry's families as metadata; loading them loads the addon, which needs no GPU. */
@@ -16,9 +17,12 @@ function familyMeta(): Record<string, FamilyMeta> {
   );
 }
 
-/** `cuda-kernels report`: bench/results/README.md and the charts, from the committed JSON. */
+/**
+ * `cuda-kernels report`: bench/results/README.md and the charts, from the committed JSON; with
+ * `readme`, also that file's `<!-- bench-table ID -->` blocks.
+ */
 export async function report(
-  opts: { results: string; reports: string; charts?: boolean },
+  opts: { results: string; reports: string; charts?: boolean; readme?: string },
   out: (line: string) => void = console.log,
 ): Promise<string[]> {
   const resultsDir = path.resolve(opts.results);
@@ -34,6 +38,13 @@ export async function report(
     families: familyMeta(),
     charts: opts.charts,
   });
+  if (opts.readme) {
+    const files = new Map(readResults(resultsDir).map((g) => [g.slug, g.file]));
+    const text = fs.readFileSync(opts.readme, 'utf8');
+    const updated = updateReadmeTables(text, files);
+    if (updated !== text) fs.writeFileSync(opts.readme, updated);
+    written.push(path.resolve(opts.readme));
+  }
   for (const f of written) out(`wrote ${path.relative(process.cwd(), f)}`);
   return written;
 }
