@@ -233,4 +233,6 @@ export interface NativeBinding {
    * Absent from release builds (`npm run prebuild`), which carry no test-only code.
    */
   debugFault?(kind: 0 | 1, device?: number): void;
+  /** Test-only: the calling thread's current CUDA device (null without a driver); release builds lack it. */
+  debugCurrentDevice?(): number | null;
 }

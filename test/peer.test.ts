@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 
 import * as ck from '../lib';
+import { native } from '../lib/native';
 import { apspMultiFamily, gpuCounts } from '../lib/bench/apsp-multi';
 import { peerFamily } from '../lib/bench/peer';
 import { expectThrows } from './helpers/errors';
@@ -171,6 +172,38 @@ describeGpu(
     const pairs: [number, number][] = [];
     for (let a = 0; a < Math.min(gpuCount, 4); a++)
       for (let b = 0; b < Math.min(gpuCount, 4); b++) if (a !== b) pairs.push([a, b]);
+
+    const hookTest = native.debugCurrentDevice ? test : test.skip;
+    hookTest('work on device 1 leaves the calling thread on the device it was on', async () => {
+      const current = () => native.debugCurrentDevice!();
+      ck.synchronize(0);
+      expect(current()).toBe(0);
+      const steps: [string, () => unknown][] = [];
+      using a = ck.empty('float64', 64 * 64, { device: 1 }).fillRandom(3);
+      using f = ck.empty('float32', 64 * 64, { device: 1 }).fillRandom(4);
+      using z = ck.zeros('float32', 64 * 64, { device: 0 });
+      steps.push(
+        ['atA', () => ck.atA(a, 64, 64, { method: 'tiled' }).free()],
+        ['gemm', () => ck.gemm(f, f, 64, 64, 64, { method: 'fast' }).free()],
+        ['scan', () => ck.scan(f).free()],
+        ['reduce', () => ck.reduce(f, 'sum')],
+        ['toHostSync', () => f.toHostSync()],
+        ['peerCopy 1 → 0', () => ck.peerCopy(z, f)],
+        ['copyViaHost 1 → 0', () => ck.copyViaHost(z, f)],
+        ['timed on device 1', () => ck.timed(() => f.fill(1), { device: 1 })],
+        ['synchronize(1)', () => ck.synchronize(1)],
+        ['memoryInfo(1)', () => ck.memoryInfo(1)],
+        ['free on device 1', () => ck.empty('int32', 8, { device: 1 }).free()],
+      );
+      const moved: string[] = [];
+      for (const [name, step] of steps) {
+        step();
+        if (current() !== 0) moved.push(`${name} left device ${current()}`);
+      }
+      await f.toHost();
+      if (current() !== 0) moved.push(`toHost left device ${current()}`);
+      expect(moved).toEqual([]);
+    });
 
     test('enablePeerAccess is idempotent where peer access is possible', () => {
       for (const [a, b] of pairs) {

@@ -1,5 +1,6 @@
-// Test-only fault injection: `debugFault(kind)` on the raw binding (never exported by lib/), so
-// the reliability tests can show how a kernel fault is reported.
+// Test-only hooks on the raw binding (never exported by lib/, left out of release builds):
+// `debugFault(kind)`, so the reliability tests can show how a kernel fault is reported, and
+// `debugCurrentDevice()`, so they can show that every call leaves the current device as it was.
 //
 //   0 (invalid launch): a launch with more threads per block than any GPU allows. The runtime
 //     rejects it before it reaches the device (cudaErrorInvalidConfiguration), a recoverable
@@ -42,10 +43,22 @@ Napi::Value debugFault(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// debugCurrentDevice() -> the calling thread's current device (cudaGetDevice), for the tests that
+// show the library puts it back (DeviceRestore).
+Napi::Value debugCurrentDevice(const Napi::CallbackInfo& info) {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return info.Env().Null();
+  }
+  return Napi::Number::New(info.Env(), device);
+}
+
 }  // namespace
 
 void registerDebug(Napi::Env env, Napi::Object exports) {
   exports.Set("debugFault", Napi::Function::New(env, debugFault, "debugFault"));
+  exports.Set("debugCurrentDevice", Napi::Function::New(env, debugCurrentDevice, "debugCurrentDevice"));
 }
 
 }  // namespace ck
