@@ -5,7 +5,7 @@
 // measured in the same run: the time an epoch would take if it were nothing but cuBLAS GEMMs.
 import { copyDevice, empty, type DeviceArray } from '../array';
 import { relativeError } from '../cpu';
-import { Mlp as CpuMlp, unpackWeights } from '../cpu/mlp';
+import { Mlp as CpuMlp, flatWeights } from '../cpu/mlp';
 import { cublasInfo } from '../device';
 import { gemm } from '../ops/gemm';
 import { Mlp, type MlpMethod } from '../ops/mlp';
@@ -72,9 +72,9 @@ export function checkAgainstCpu(
   copyDevice(xs, X, { count: P * nIn });
   copyDevice(ts, T, { count: P * nOut });
   const cpuNet = new CpuMlp(spec);
-  const w0 = unpackWeights(cpuNet.getWeights()).params;
+  const w0 = flatWeights(cpuNet.getWeights());
   const cpuError = cpuNet.train(xs.toHostSync(), ts.toHostSync(), { epochs: 1 })[0].error;
-  const w1 = unpackWeights(cpuNet.getWeights()).params;
+  const w1 = flatWeights(cpuNet.getWeights());
   const cpuUpdate = w1.map((w, i) => w - w0[i]);
   return variants.map((v) => {
     using m = new Mlp({ ...spec, method: v.method, streams: v.streams });

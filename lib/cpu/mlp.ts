@@ -161,6 +161,14 @@ export function packWeights(spec: ResolvedMlpSpec, params: ArrayLike<number>): M
 }
 
 /** Checks a weights object and returns its spec fields and parameter vector (float64). */
+/**
+ * The weights of `getWeights()` as one vector in the parameter layout (W_0, b_0, W_1, …), without
+ * checking them: NaN stays NaN (for comparing a diverged run, which {@link unpackWeights} refuses).
+ */
+export function flatWeights(w: MlpWeights): Float64Array {
+  return Float64Array.from(w.weights.flatMap((layer, l) => [...layer, ...w.biases[l]]));
+}
+
 export function unpackWeights(
   w: MlpWeights,
   name = 'weights',

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 
 import * as ck from '../../lib';
 import type { DeviceArray } from '../../lib';
+import { flatWeights } from '../../lib/cpu/mlp';
 
 /** Size limits for the random problems: small under a sanitizer (CK_SANITIZER_TOOL set), larger natively. */
 export interface Limits {
@@ -571,8 +572,7 @@ interface MlpP {
 const EPOCHS = 2;
 
 /** The weights of `getWeights()` as one vector, in the parameter layout (W_0, b_0, W_1, …). */
-export const flatWeights = (w: ck.MlpWeights): Float64Array =>
-  Float64Array.from(w.weights.flatMap((layer, l) => [...layer, ...w.biases[l]]));
+export { flatWeights };
 
 const mlpFamily: Family<MlpP> = {
   name: 'mlp',

@@ -182,6 +182,8 @@ const TARGETS: Target[] = [
   },
   {
     name: 'new DeviceArray',
+    // A DeviceArray around a forged handle: the native side must refuse it.
+    baseThrows: 'TypeError',
     base: () => [fakeHandle(), 'float32', 4, 0],
     call: f((...a) => (new (DeviceArray as any)(...a) as DeviceArray).toHostSync()),
   },
