@@ -77,6 +77,8 @@ export interface ApspOptions {
   /**
    * Called after each round with the rounds completed and the total. Setting it makes the run wait
    * for each round (with the next already queued, so the GPU stays busy) and return when the GPU is done.
+   * It may read `dist` and `out` (a `toHost()` then sees the distances so far); writing them from it
+   * throws, and a `free()` of them takes effect when the run returns, since later rounds still use them.
    */
   onRound?: (done: number, rounds: number) => void;
   /**
