@@ -58,6 +58,7 @@ program
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--out <dir>', 'folder of the result files', path.join('bench', 'results'))
   .option('--no-charts', 'skip the SVG and PNG charts (they need the optional vega, vega-lite, @resvg/resvg-js)')
+  .addHelpText('after', () => familiesHelp())
   .action(async (families: string[], opts) => {
     await (await import('./bench')).bench(families, opts);
   });
@@ -66,10 +67,11 @@ program
   .command('report')
   .description('write <results>/README.md and the charts from the result files alone (no GPU needed)')
   .option('--results <dir>', 'folder of the result files', path.join('bench', 'results'))
+  .option('--out <dir>', 'folder to write README.md and the charts into (default: the results folder)')
   .option('--reports <file>', "the reports' tables, transcribed", path.join('bench', 'reports.json'))
   .option('--no-charts', 'skip the SVG and PNG charts (they need the optional vega, vega-lite, @resvg/resvg-js)')
-  .action(async (opts: { results: string; reports: string; charts: boolean }) => {
-    (await import('./report')).report(opts);
+  .action(async (opts: { results: string; out?: string; reports: string; charts: boolean }) => {
+    await (await import('./report')).report(opts);
   });
 
 program
@@ -84,6 +86,8 @@ program
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--no-progress', 'no progress line on stderr')
   .action(async (input: string, output: string, opts) => {
+    // The files first: a wrong path is a file error, whether or not a binary or GPU is there.
+    (await import('./files')).checkFiles(input, output);
     (await import('./apsp')).apspCommand(input, output, opts);
   });
 
@@ -97,6 +101,19 @@ program
     const { build } = require(path.join(__dirname, '..', '..', 'scripts', 'build.js')) as { build: () => number };
     process.exitCode = build();
   });
+
+/** The benchmark families for `bench --help` (the registry loads the addon: without one, say so). */
+function familiesHelp(): string {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { families } = require('../bench/index') as typeof import('../bench/index');
+    const width = Math.max(...Object.keys(families).map((k) => k.length));
+    const lines = Object.entries(families).map(([k, f]) => `  ${k.padEnd(width)}  ${f.description}`);
+    return `\nFamilies ("all" runs every one; copy, the bandwidth reference, always runs):\n${lines.join('\n')}`;
+  } catch (e) {
+    return `\nFamilies: not listed, no native binary loads (${(e instanceof Error ? e.message : String(e)).split('\n')[0]})`;
+  }
+}
 
 // Every failure is one line on stderr and a non-zero exit, never a stack trace.
 program.parseAsync(process.argv).catch((e: unknown) => {
