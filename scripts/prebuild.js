@@ -120,7 +120,8 @@ function prebuild(variant, { sysroot = true } = {}) {
   delete env.CUDA_KERNELS_PROFILE; // no -lineinfo
   let command = [process.execPath, path.join(__dirname, 'build.js'), '--out', out];
   if (sysroot) {
-    env.CK_SYSROOT_BIND = fs.realpathSync(cudaPath);
+    // Inside the sysroot only the real folder exists (bind-mounted), not a /usr/local/cuda link to it.
+    env.CUDA_PATH = env.CK_SYSROOT_BIND = fs.realpathSync(cudaPath);
     command = ['bash', path.join(__dirname, 'release', 'sysroot.sh'), 'run', 'node', ...command.slice(1)];
   }
   console.error(`cuda-kernels: ${variant}: ${command.join(' ')}`);
