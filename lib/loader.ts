@@ -129,7 +129,7 @@ export function noBinaryMessage(tried: BinaryAttempt[]): string {
       (glibc ? `, glibc ${glibc}` : process.platform === 'linux' ? ', not glibc (musl?)' : '') +
       ').',
     'Tried:',
-    ...tried.map((t) => `  - ${t.name} (${t.file}): ${t.error}`),
+    ...tried.map((t) => `  - ${t.name}${t.file === t.name ? '' : ` (${t.file})`}: ${t.error}`),
     'Possible solutions:',
   ];
   if (tried.some((t) => t.name === 'CUDA_KERNELS_BINARY')) {

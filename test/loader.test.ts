@@ -198,6 +198,11 @@ describe('loadBinary', () => {
     expect(e.tried).toHaveLength(2);
     expect(e.message).toMatch(/^cuda-kernels: no native binary could be loaded on /);
     expect(e.message).toContain('  - local build (/nowhere): not built');
+    // A package that is not installed has no file to show: its name alone.
+    const absent = noBinaryMessage([
+      { name: '@cuda-kernels/x', file: '@cuda-kernels/x', how: 'absent', error: 'not installed' },
+    ]);
+    expect(absent).toContain('  - @cuda-kernels/x: not installed\n');
     expect(e.message).toContain(
       '  - @cuda-kernels/linux-x64-cuda13 (/pkg/cuda_kernels.node): libcuda_kernels: version `GLIBC_2.99` not found',
     );
