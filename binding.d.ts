@@ -33,7 +33,10 @@ export interface NativeBuildInfo {
   lineinfo: boolean;
   /** libstdc++ and libgcc linked in (a release build: CUDA_KERNELS_PORTABLE=1). */
   staticCxxRuntime: boolean;
-  /** The glibc version of the headers it was compiled against, e.g. `2.31`. */
+  /**
+   * The glibc of the headers it was compiled against, e.g. `2.31`: its floor is at most this (a
+   * platform package declares the measured floor, `runtimeInfo().binary.declared`).
+   */
   glibc: string | null;
 }
 

@@ -20,6 +20,18 @@ export interface BinaryCandidate {
   name: string;
   file: string;
   missing?: string;
+  /** What a platform package declares about its binary (its package.json `cudaKernels`). */
+  declared?: DeclaredRequirements;
+}
+
+/** A platform package's declared requirements, checked by `npm run prebuild` when it was built. */
+export interface DeclaredRequirements {
+  /** The CUDA toolkit it was built with, e.g. `13.0`. */
+  cuda: string;
+  /** The oldest NVIDIA driver branch it runs on, e.g. `580`. */
+  minDriver: string;
+  /** The highest GLIBC_ symbol version it needs: the oldest glibc it loads with, e.g. `2.17`. */
+  maxGlibcSymbol: string;
 }
 
 /** One candidate as tried: how, and the error (null when it loaded). */
@@ -37,6 +49,8 @@ export interface BinaryInfo {
   file: string;
   reason: string;
   tried: BinaryAttempt[];
+  /** For a platform package, the CUDA, driver and glibc it declares (absent for a local build). */
+  declared?: DeclaredRequirements;
 }
 
 /** The platform packages for this system, newest CUDA first. */
@@ -61,7 +75,16 @@ export function binaryCandidates(root: string, env: NodeJS.ProcessEnv = process.
       out.push({ name, file: name, missing: 'not installed' });
       continue;
     }
-    out.push(at(name, path.join(dir, 'cuda_kernels.node'), 'installed without its cuda_kernels.node'));
+    const candidate = at(name, path.join(dir, 'cuda_kernels.node'), 'installed without its cuda_kernels.node');
+    try {
+      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        cudaKernels?: DeclaredRequirements;
+      };
+      if (meta.cudaKernels) candidate.declared = meta.cudaKernels;
+    } catch {
+      // An unreadable package.json only costs the declared requirements in runtimeInfo().
+    }
+    out.push(candidate);
   }
   return out;
 }
@@ -205,12 +228,18 @@ export function loadBinary(
           ? 'named by CUDA_KERNELS_BINARY'
           : 'the first binary present for this platform';
     tried.push({ name: c.name, file: c.file, how: first ? 'in-process' : 'child process', error: null });
-    return { binding, info: { name: c.name, file: c.file, reason, tried } };
+    return { binding, info: { name: c.name, file: c.file, reason, tried, declared: c.declared } };
   }
   if (kept)
     return {
       binding: kept.binding,
-      info: { name: kept.candidate.name, file: kept.candidate.file, reason: kept.reason, tried },
+      info: {
+        name: kept.candidate.name,
+        file: kept.candidate.file,
+        reason: kept.reason,
+        tried,
+        declared: kept.candidate.declared,
+      },
     };
   throw new BinaryLoadError(tried);
 }

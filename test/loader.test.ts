@@ -68,14 +68,16 @@ describe('binaryCandidates', () => {
     const [cuda13, cuda12] = platformPackages();
     for (const name of [cuda13, cuda12]) {
       fs.mkdirSync(path.join(root, 'node_modules', name), { recursive: true });
-      fs.writeFileSync(
-        path.join(root, 'node_modules', name, 'package.json'),
-        JSON.stringify({ name, version: '0.0.0' }),
-      );
+      const cudaKernels = { cuda: '13.0', minDriver: '580', maxGlibcSymbol: '2.17' };
+      fs.writeFileSync(path.join(root, 'node_modules', name, 'package.json'), JSON.stringify({ name, cudaKernels }));
     }
     fs.writeFileSync(path.join(root, 'node_modules', cuda13, 'cuda_kernels.node'), '');
     const c = binaryCandidates(root, {});
-    expect(c[1]).toEqual({ name: cuda13, file: path.join(root, 'node_modules', cuda13, 'cuda_kernels.node') });
+    expect(c[1]).toEqual({
+      name: cuda13,
+      file: path.join(root, 'node_modules', cuda13, 'cuda_kernels.node'),
+      declared: { cuda: '13.0', minDriver: '580', maxGlibcSymbol: '2.17' },
+    });
     expect(c[2]).toMatchObject({ name: cuda12, missing: 'installed without its cuda_kernels.node' });
   });
 

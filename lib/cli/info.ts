@@ -28,6 +28,10 @@ function system(): string {
 /** The lines that say which binary was loaded, why, and what was tried before it. */
 export function binaryLines(b: BinaryInfo): string[] {
   const lines = [`binary: ${b.name} (${b.file})`, `  why: ${b.reason}`];
+  if (b.declared) {
+    const d = b.declared;
+    lines.push(`  needs: NVIDIA driver R${d.minDriver} or newer (CUDA ${d.cuda}), glibc ${d.maxGlibcSymbol} or newer`);
+  }
   const others = b.tried.filter((t) => t.error !== null);
   if (others.length) {
     lines.push('  tried first:');

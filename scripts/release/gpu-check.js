@@ -11,6 +11,7 @@ const cpu = require('cuda-kernels/cpu');
 const info = ck.runtimeInfo();
 console.log(`binary: ${info.binary.name} (${info.binary.file})`);
 console.log(`  why: ${info.binary.reason}`);
+if (info.binary.declared) console.log(`  declared: ${JSON.stringify(info.binary.declared)}`);
 for (const t of info.binary.tried.filter((x) => x.error)) console.log(`  tried: ${t.name} [${t.how}]: ${t.error}`);
 console.log(`  CUDA ${info.runtimeVersion}, driver ${info.driverVersion}, build ${JSON.stringify(info.build)}`);
 const cublas = ck.cublasInfo();
