@@ -22,6 +22,22 @@ export interface NativeRuntimeInfo {
   deviceCount: number;
   noDeviceCode: string | null;
   noDeviceReason: string | null;
+  build: NativeBuildInfo;
+}
+
+/** How the binary was built (CMakeLists.txt). */
+export interface NativeBuildInfo {
+  /** The CUDA architectures it carries code for, comma-separated (e.g. `75-real,80-real,90`). */
+  cudaArchitectures: string;
+  /** Built with `-lineinfo` (a profiling build: CUDA_KERNELS_PROFILE=1). */
+  lineinfo: boolean;
+  /** libstdc++ and libgcc linked in (a release build: CUDA_KERNELS_PORTABLE=1). */
+  staticCxxRuntime: boolean;
+  /**
+   * The glibc of the headers it was compiled against, e.g. `2.31`: its floor is at most this (a
+   * platform package declares the measured floor, `runtimeInfo().binary.declared`).
+   */
+  glibc: string | null;
 }
 
 export interface NativeDeviceProperties {

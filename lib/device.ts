@@ -1,6 +1,7 @@
-import type { NativeCublasInfo, NativeDeviceProperties } from '../binding';
+import type { NativeBuildInfo, NativeCublasInfo, NativeDeviceProperties } from '../binding';
 import { checkInteger } from './errors';
-import { native } from './native';
+import type { BinaryInfo } from './loader';
+import { binaryInfo, native } from './native';
 
 /** Properties of one CUDA device (everything the AᵀA report's `-pd` flag prints, and more). */
 export type DeviceProperties = NativeDeviceProperties;
@@ -14,6 +15,10 @@ export interface RuntimeInfo {
   deviceCount: number;
   /** Why no device can be used (no driver, no device, driver too old), or `null`. */
   noDeviceReason: string | null;
+  /** Which binary was loaded (a local build or a platform package), from where, why, and what was tried first. */
+  binary: BinaryInfo;
+  /** How that binary was built: its GPU architectures, line info, C++ runtime, the glibc it was built against. */
+  build: NativeBuildInfo;
 }
 
 function versionString(v: number): string {
@@ -33,6 +38,8 @@ export function runtimeInfo(): RuntimeInfo {
     driverVersion: r.driverVersion > 0 ? versionString(r.driverVersion) : null,
     deviceCount: r.deviceCount,
     noDeviceReason: r.noDeviceReason,
+    binary: binaryInfo,
+    build: r.build,
   };
 }
 

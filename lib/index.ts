@@ -6,7 +6,9 @@
  */
 export { CudaError } from './errors';
 // The shapes of deviceProperties() and cublasInfo(), as the addon returns them (binding.d.ts).
-export type { NativeDeviceProperties, NativeCublasInfo } from '../binding';
+export type { NativeDeviceProperties, NativeCublasInfo, NativeBuildInfo } from '../binding';
+// Which binary runtimeInfo() says was loaded, and the candidates tried (lib/loader.ts).
+export type { BinaryInfo, BinaryAttempt, DeclaredRequirements } from './loader';
 export {
   deviceCount,
   deviceProperties,

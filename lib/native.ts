@@ -1,29 +1,16 @@
-// The one place that touches the compiled addon.
+// The one place that touches the compiled addon: loads the binary lib/loader.ts finds, and
+// remembers which one it took and why (runtimeInfo().binary, `npx cuda-kernels info`).
 import * as path from 'node:path';
 
 import type { NativeBinding } from '../binding';
 import { CudaError } from './errors';
+import { binaryCandidates, loadBinary, type BinaryInfo } from './loader';
 
-const packageRoot = path.join(__dirname, '..');
-
-function load(): NativeBinding {
-  let binding: NativeBinding;
-  try {
-    // A local build (build/Release) wins over the shipped prebuilds/<platform>-<arch>/.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    binding = require('node-gyp-build')(packageRoot) as NativeBinding;
-  } catch (cause) {
-    const message =
-      `cuda-kernels: no native binary loads for ${process.platform}-${process.arch} ` +
-      `(Node ${process.versions.node}, N-API ${process.versions.napi}). ` +
-      'Build it from source with the CUDA toolkit: `npx cuda-kernels build` ' +
-      '(in a clone of the repository: `npm run build:native`). Cause: ' +
-      (cause instanceof Error ? cause.message : String(cause));
-    throw new Error(message, { cause });
-  }
-  binding.setErrorClass(CudaError);
-  return binding;
-}
+const loaded = loadBinary(binaryCandidates(path.join(__dirname, '..')));
+loaded.binding.setErrorClass(CudaError);
 
 /** The raw native module. */
-export const native: NativeBinding = load();
+export const native: NativeBinding = loaded.binding;
+
+/** Which binary this process loaded, and why. */
+export const binaryInfo: BinaryInfo = loaded.info;

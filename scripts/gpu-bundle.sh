@@ -13,7 +13,9 @@ bundle=.gpu-bundle
 mkdir -p "$bundle"
 
 if [ "${CK_SKIP_BUILD:-}" != 1 ]; then
-  node scripts/build.js
+  # A profiling build (-lineinfo): compute-sanitizer and ncu on the GPU host then name source lines.
+  # Line tables change no generated code, so the benchmarks measure the same kernels as a release.
+  CUDA_KERNELS_PROFILE=${CUDA_KERNELS_PROFILE:-1} node scripts/build.js
   npx tsc -p tsconfig.build.json
 fi
 test -f build/Release/cuda_kernels.node || { echo "no build/Release/cuda_kernels.node: build first" >&2; exit 1; }

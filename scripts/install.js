@@ -1,37 +1,53 @@
 #!/usr/bin/env node
-// The package's install step: use a binary that already loads (a prebuild shipped in prebuilds/,
-// or an earlier local build); otherwise build from source with nvcc.
+// `npm install` in a clone of the repository (the `prepare` script; it never runs in a project
+// that depends on cuda-kernels, which gets its binary from a platform package instead).
 //
-// Nothing here is required for the package to work: where a package manager blocks install
-// scripts, the shipped prebuild is found at run time all the same (lib/native.ts).
+// Builds the addon from source when no binary loads yet and nvcc is there. Without nvcc it says
+// so and succeeds: contributors without the CUDA toolkit still get a working clone in which
+// `npm test` runs the CPU suites (jest.config.js skips the ones that need the binary, saying why).
 'use strict';
+const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-// A development checkout (a clone of the repository) has sources the published tarball lacks.
-const isCheckout = fs.existsSync(path.join(root, 'tsconfig.json'));
+const { build, findNvcc } = require('./build.js');
 
+/**
+ * Whether a binary loads: the local build, or a release binary that `npm run prebuild` put into a
+ * workspace package. Tried in a child process: a broken one must not stop the install.
+ */
 function binaryLoads() {
   if (process.env.CUDA_KERNELS_FORCE_BUILD) return false;
-  try {
-    require('node-gyp-build')(root);
-    return true;
-  } catch {
-    return false;
+  const packages = path.join(root, 'packages');
+  const files = [path.join(root, 'build', 'Release', 'cuda_kernels.node')];
+  if (fs.existsSync(packages)) {
+    for (const p of fs.readdirSync(packages)) files.push(path.join(packages, p, 'cuda_kernels.node'));
   }
+  return files.some((file) => {
+    if (!fs.existsSync(file)) return false;
+    const r = spawnSync(process.execPath, ['-e', 'require(process.argv[1]).runtimeInfo()', file], { stdio: 'ignore' });
+    return r.status === 0;
+  });
 }
 
-if (binaryLoads()) {
-  process.exit(0);
+function main() {
+  if (process.env.CUDA_KERNELS_SKIP_BUILD) {
+    console.error('cuda-kernels: CUDA_KERNELS_SKIP_BUILD is set: not building the addon.');
+    return 0;
+  }
+  if (binaryLoads()) return 0;
+  if (!findNvcc()) {
+    console.error(
+      [
+        'cuda-kernels: nvcc not found, so the native addon is not built (this is not an error).',
+        '  npm test runs the CPU suites and lists the others as skipped.',
+        '  To build: install the CUDA toolkit 13 (or set CUDA_PATH), then npm run build:native.',
+      ].join('\n'),
+    );
+    return 0;
+  }
+  return build();
 }
-const { build } = require('./build.js');
-const status = build();
-if (status !== 0 && !isCheckout) {
-  // In a dependent project, do not fail its whole install: the error at require() says what to do.
-  console.error(
-    'cuda-kernels: continuing without a native binary; require("cuda-kernels") will explain how to build it.',
-  );
-  process.exit(0);
-}
-process.exit(status);
+
+process.exit(main());

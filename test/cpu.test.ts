@@ -1,4 +1,4 @@
-import { cpu } from '../lib';
+import * as cpu from '../lib/cpu';
 
 describe('cpu helpers', () => {
   test('relativeError is the relative 2-norm of the difference', () => {

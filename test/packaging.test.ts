@@ -1,36 +1,76 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 const root = path.join(__dirname, '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { findNvcc, nvccMissingMessage, DEFAULT_ARCHS } = require('../scripts/build.js');
+/* eslint-disable @typescript-eslint/no-require-imports -- the scripts are plain CommonJS */
+const build = require('../scripts/build.js');
+const { findNvcc, nvccMissingMessage, missingBuildPackages, wantedConfig, builtConfig, DEFAULT_ARCHS } = build;
+const { compareVersions, glibcSymbolVersions, neededLibraries, MAX_BYTES } = require('../scripts/prebuild.js');
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 describe('package.json', () => {
-  test('exports put types first and point into dist/', () => {
+  test('exports put types first and point into dist/, with a cpu entry', () => {
     const dot = pkg.exports['.'];
     expect(Object.keys(dot)[0]).toBe('types');
     expect(dot.types).toBe('./dist/index.d.ts');
     expect(pkg.types).toBe('dist/index.d.ts');
     expect(pkg.main).toBe('dist/index.js');
+    expect(pkg.exports['./cpu']).toEqual({ types: './dist/cpu/index.d.ts', default: './dist/cpu/index.js' });
   });
 
-  test('builds against node-api-headers (no header download) and ships prebuilds and sources', () => {
+  test('ships the TypeScript build and the sources to build from, no binary and no install script', () => {
     expect(pkg.binary.napi_versions).toEqual([8]);
-    for (const f of ['dist/', 'prebuilds/', 'native/', 'CMakeLists.txt', 'binding.d.ts', 'scripts/install.js']) {
+    for (const f of ['dist/', 'native/', 'CMakeLists.txt', 'binding.d.ts', 'scripts/build.js']) {
       expect(pkg.files).toContain(f);
     }
-    expect(pkg.scripts.install).toBe('node scripts/install.js');
+    expect(pkg.files).not.toContain('prebuilds/');
+    // Blocked by default from npm 12 on; the binary comes from a platform package instead.
+    for (const s of ['preinstall', 'install', 'postinstall']) expect(pkg.scripts[s]).toBeUndefined();
+    expect(pkg.scripts.prepare).toBe('node scripts/install.js');
     expect(pkg.bin['cuda-kernels']).toBe('dist/cli/main.js');
     expect(pkg.engines.node).toBeDefined();
-    expect(pkg.os).toEqual(['linux']);
-    expect(pkg.cpu).toEqual(['x64']);
+    // The main package installs everywhere; the platform packages carry os/cpu/libc.
+    expect(pkg.os).toBeUndefined();
+    expect(pkg.cpu).toBeUndefined();
   });
 
-  test('everything the addon needs at run time is a dependency, not a devDependency', () => {
-    for (const dep of ['node-gyp-build', 'cmake-js', 'node-addon-api', 'node-api-headers']) {
-      expect(pkg.dependencies[dep]).toBeDefined();
+  test('the platform packages are workspaces and optional dependencies, each declaring its system', () => {
+    expect(pkg.workspaces).toEqual(['packages/*']);
+    const dirs = fs.readdirSync(path.join(root, 'packages')).sort();
+    expect(dirs).toEqual(['linux-x64-cuda12', 'linux-x64-cuda13']);
+    for (const d of dirs) {
+      const p = JSON.parse(fs.readFileSync(path.join(root, 'packages', d, 'package.json'), 'utf8'));
+      expect(p.name).toBe(`@cuda-kernels/${d}`);
+      expect(p.version).toBe(pkg.version);
+      expect(pkg.optionalDependencies[p.name]).toBe(pkg.version);
+      expect(p.os).toEqual(['linux']);
+      expect(p.cpu).toEqual(['x64']);
+      expect(p.libc).toEqual(['glibc']);
+      expect(p.files).toEqual(['cuda_kernels.node', 'build-info.json']);
+      expect(p.cudaKernels.maxGlibcSymbol).toMatch(/^2\.\d+$/);
+      expect(p.description).toContain(`glibc ${p.cudaKernels.maxGlibcSymbol} or newer`);
+      expect(p.description).toContain(`R${p.cudaKernels.minDriver} or newer`);
     }
+  });
+
+  test('the runtime dependencies are few; charts and build tools are optional peers', () => {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['cli-progress', 'commander', 'string-width']);
+    for (const dep of ['node-gyp-build', 'cmake-js', 'node-addon-api', 'node-api-headers', 'vega', 'vega-lite']) {
+      expect(pkg.dependencies[dep]).toBeUndefined();
+    }
+    for (const dep of ['cmake-js', 'node-addon-api', 'node-api-headers']) {
+      expect(pkg.peerDependenciesMeta[dep]).toEqual({ optional: true });
+    }
+  });
+
+  test('lib/cpu loads nothing native (cuda-kernels/cpu works without a binary)', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { reachesNative } = require('./helpers/native-suites.js');
+    expect(reachesNative(path.join(root, 'lib', 'cpu', 'index.ts'))).toBe(false);
+    // The same scan does see the main entry load it, so the check above can fail.
+    expect(reachesNative(path.join(root, 'lib', 'index.ts'))).toBe(true);
   });
 });
 
@@ -54,4 +94,72 @@ describe('building from source', () => {
     expect(msg).toMatch(/PATH/);
     expect(msg).toMatch(/npx cuda-kernels build/);
   });
+});
+
+describe('build flavours', () => {
+  test('release by default; CUDA_KERNELS_PROFILE keeps -lineinfo, CUDA_KERNELS_PORTABLE links the C++ runtime', () => {
+    expect(wantedConfig({})).toEqual({ archs: DEFAULT_ARCHS, flavour: 'profile=OFF portable=OFF' });
+    expect(wantedConfig({ CUDA_KERNELS_PROFILE: '1', CUDA_KERNELS_ARCHS: '90' })).toEqual({
+      archs: '90',
+      flavour: 'profile=ON portable=OFF',
+    });
+    expect(wantedConfig({ CUDA_KERNELS_PORTABLE: 'true', CUDA_KERNELS_PROFILE: '0' }).flavour).toBe(
+      'profile=OFF portable=ON',
+    );
+    const cmake = fs.readFileSync(path.join(root, 'CMakeLists.txt'), 'utf8');
+    // -lineinfo only inside the profiling branch, never in the common CUDA flags.
+    expect(cmake).toMatch(/if\(CK_PROFILE\)\n\s+target_compile_options\([^)]*-lineinfo/);
+    const code = cmake.replace(/#.*$/gm, '');
+    expect(code.match(/-lineinfo/g)).toHaveLength(1);
+    expect(cmake).toContain('--compress-mode=size');
+  });
+
+  test('a build folder records its configuration, so a different one configures afresh', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-build-'));
+    try {
+      expect(builtConfig(dir)).toBeUndefined();
+      fs.writeFileSync(path.join(dir, 'cuda-archs.txt'), '90');
+      fs.writeFileSync(path.join(dir, 'cuda-flavour.txt'), 'profile=ON portable=OFF');
+      expect(builtConfig(dir)).toEqual({ archs: '90', flavour: 'profile=ON portable=OFF' });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('building from source names the missing build packages', () => {
+    expect(missingBuildPackages(os.tmpdir())).toEqual(['cmake-js', 'node-addon-api', 'node-api-headers']);
+    expect(missingBuildPackages(root)).toEqual([]);
+  });
+});
+
+describe('release binaries (npm run prebuild)', () => {
+  test('the glibc floor is read off the dynamic symbols', () => {
+    expect(compareVersions('2.17', '2.4')).toBeGreaterThan(0);
+    expect(compareVersions('2.3.4', '2.3.4')).toBe(0);
+    expect(compareVersions('2.28', '2.31')).toBeLessThan(0);
+    // node itself needs glibc symbols; the highest is what its own floor is.
+    const versions: string[] = glibcSymbolVersions(process.execPath);
+    expect(versions.length).toBeGreaterThan(3);
+    expect([...versions].sort(compareVersions)).toEqual(versions);
+    expect(neededLibraries(process.execPath)).toContain('libc.so.6');
+  });
+
+  const pkgDir = (v: string) => path.join(root, 'packages', `linux-x64-${v}`);
+  for (const v of ['cuda13', 'cuda12']) {
+    const file = path.join(pkgDir(v), 'cuda_kernels.node');
+    const present = fs.existsSync(file);
+    (present ? test : test.skip)(
+      `${v}: within 10 MB and the declared glibc, no libstdc++${present ? '' : ' [skipped: no npm run prebuild here]'}`,
+      () => {
+        const declared = JSON.parse(fs.readFileSync(path.join(pkgDir(v), 'package.json'), 'utf8')).cudaKernels;
+        expect(fs.statSync(file).size).toBeLessThanOrEqual(MAX_BYTES);
+        const versions: string[] = glibcSymbolVersions(file);
+        expect(compareVersions(versions[versions.length - 1], declared.maxGlibcSymbol)).toBeLessThanOrEqual(0);
+        expect(neededLibraries(file).filter((l: string) => /stdc\+\+|gcc_s/.test(l))).toEqual([]);
+        const info = JSON.parse(fs.readFileSync(path.join(pkgDir(v), 'build-info.json'), 'utf8'));
+        expect(info.cudaArchitectures).toBe(DEFAULT_ARCHS);
+        expect(info.lineinfo).toBe(false);
+      },
+    );
+  }
 });

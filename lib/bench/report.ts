@@ -201,11 +201,13 @@ function familyOrder(
 }
 
 export interface ReportOptions {
-  /** The folder of `<slug>.json` files; README.md and the charts are written there. */
+  /** The folder of `<slug>.json` files; README.md and the charts are written there unless `outDir` is given. */
   resultsDir: string;
+  /** Where README.md and the charts go (default: `resultsDir`). */
+  outDir?: string;
   /** The transcribed reports (bench/reports.json); without it the comparisons are left out. */
   reports?: ReportsFile;
-  /** Where the reports file is, for the README's link (relative to resultsDir). */
+  /** Where the reports file is, for the README's link (relative to the output folder). */
   reportsLink?: string;
   /** Family metadata: reference method, bandwidth flag, description. */
   families: Record<string, FamilyMeta>;
@@ -213,9 +215,10 @@ export interface ReportOptions {
   charts?: boolean;
 }
 
-/** Writes `<resultsDir>/README.md` and `<resultsDir>/<slug>/<family>.svg|png`; returns the files written. */
+/** Writes `<outDir>/README.md` and `<outDir>/<slug>/<family>.svg|png`; returns the files written. */
 export async function writeReport(opts: ReportOptions): Promise<string[]> {
   const results = readResults(opts.resultsDir);
+  const outDir = opts.outDir ?? opts.resultsDir;
   const written: string[] = [];
   const order = familyOrder(Object.keys(opts.families), results, opts.reports);
   const md: string[] = [
@@ -259,15 +262,15 @@ export async function writeReport(opts: ReportOptions): Promise<string[]> {
         md.push(`Not measured yet on the ${d.name}.`, '');
       } else {
         if (opts.charts !== false) {
-          const files = await writeChart(path.join(opts.resultsDir, g.slug), op, rows, {
+          const files = await writeChart(path.join(outDir, g.slug), op, rows, {
             title: `${op} on ${d.name}`,
             subtitle: meta?.description,
             copyRate: meta?.bandwidth && op !== 'copy' ? copy?.rate : undefined,
           });
           written.push(...[files.svg, files.png].filter((f): f is string => !!f));
           if (files.svg) {
-            const rel = path.relative(opts.resultsDir, files.svg).split(path.sep).join('/');
-            const png = files.png && path.relative(opts.resultsDir, files.png).split(path.sep).join('/');
+            const rel = path.relative(outDir, files.svg).split(path.sep).join('/');
+            const png = files.png && path.relative(outDir, files.png).split(path.sep).join('/');
             md.push(`![${op} on ${d.name}](${rel})`, '', png ? `[PNG](${png})` : `(no PNG: ${files.note})`, '');
           }
         }
@@ -287,8 +290,8 @@ export async function writeReport(opts: ReportOptions): Promise<string[]> {
       if (reportEntry) md.push(`Source: ${reportEntry.source}.`, '');
     }
   }
-  const readme = path.join(opts.resultsDir, 'README.md');
-  fs.mkdirSync(opts.resultsDir, { recursive: true });
+  const readme = path.join(outDir, 'README.md');
+  fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(readme, md.join('\n').replace(/\n{3,}/g, '\n\n'));
   written.push(readme);
   return written;

@@ -1,5 +1,7 @@
 // `npx cuda-kernels apsp <input> <output>`: read a graph file, run all-pairs shortest paths on the GPU
 // with a progress line over the rounds, write the distance matrix, print a summary.
+import { checkFiles } from './files';
+
 import { upload } from '../array';
 import { deviceCount, deviceProperties, runtimeInfo } from '../device';
 import {
@@ -91,6 +93,7 @@ export function apspCommand(
   if (!['text', 'binary'].includes(format)) {
     throw new RangeError(`--format must be text or binary, got ${JSON.stringify(opts.format)}`);
   }
+  checkFiles(input, output);
   if (deviceCount() === 0) throw new Error(`apsp needs a GPU: ${runtimeInfo().noDeviceReason}`);
 
   let t0 = process.hrtime.bigint();

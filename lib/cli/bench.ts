@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { createProgress, type Progress } from './progress';
+import { CHART_PACKAGES, requirePackages } from './optional';
 import { makeTable } from './table';
 
 import { deviceCount, deviceProperties, runtimeInfo } from '../device';
@@ -117,6 +118,8 @@ export async function bench(
     if (!families[n])
       throw new RangeError(`unknown benchmark family ${JSON.stringify(n)}; known: ${Object.keys(families).join(', ')}`);
   }
+  // Before the GPU work, not after it: a long run must not end on a missing chart package.
+  if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
   if (deviceCount() === 0) {
     const reason = (runtimeInfo().noDeviceReason ?? 'no CUDA device').replace(/\s+/g, ' ');
     throw new Error(`cannot benchmark without a GPU: ${reason}`);

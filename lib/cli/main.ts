@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // `npx cuda-kernels <command>`. Commands load the addon only when they need it, so `build` works
 // where no binary exists yet.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { Command, InvalidArgumentError } from 'commander';
+
+import { BinaryLoadError } from '../loader';
 
 function intList(value: string): number[] {
   return value.split(',').map((s) => {
@@ -13,6 +16,11 @@ function intList(value: string): number[] {
   });
 }
 
+function packageVersion(): string {
+  const file = path.join(__dirname, '..', '..', 'package.json');
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
@@ -20,12 +28,18 @@ function positiveInt(value: string): number {
 }
 
 const program = new Command();
-program.name('cuda-kernels').description('CUDA kernels for Node.js: device info, demo, benchmarks, APSP files');
+program
+  .name('cuda-kernels')
+  .description('CUDA kernels for Node.js: device info, demo, benchmarks, APSP files')
+  .version(packageVersion(), '-V, --version');
 
 program
   .command('info')
-  .description('print the CUDA devices and their properties (or why there is none)')
-  .action(async () => (await import('./info')).info());
+  .description('print the loaded binary, the CUDA devices and their properties; exit 1 when no GPU is usable')
+  .option('--allow-no-gpu', 'exit 0 even when no GPU is usable')
+  .action(async (opts: { allowNoGpu?: boolean }) => {
+    process.exitCode = await (await import('./info')).info(opts);
+  });
 
 program
   .command('demo')
@@ -43,7 +57,8 @@ program
   .option('--quick', 'small sizes only', false)
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--out <dir>', 'folder of the result files', path.join('bench', 'results'))
-  .option('--no-charts', 'skip the SVG and PNG charts')
+  .option('--no-charts', 'skip the SVG and PNG charts (they need the optional vega, vega-lite, @resvg/resvg-js)')
+  .addHelpText('after', () => familiesHelp())
   .action(async (families: string[], opts) => {
     await (await import('./bench')).bench(families, opts);
   });
@@ -52,11 +67,12 @@ program
   .command('report')
   .description('write <results>/README.md and the charts from the result files alone (no GPU needed)')
   .option('--results <dir>', 'folder of the result files', path.join('bench', 'results'))
+  .option('--out <dir>', 'folder to write README.md and the charts into (default: the results folder)')
   .option('--reports <file>', "the reports' tables, transcribed", path.join('bench', 'reports.json'))
-  .option('--no-charts', 'skip the SVG and PNG charts')
+  .option('--no-charts', 'skip the SVG and PNG charts (they need the optional vega, vega-lite, @resvg/resvg-js)')
   .option('--readme <file>', "also regenerate that file's <!-- bench-table --> blocks (this repository: README.md)")
-  .action(async (opts: { results: string; reports: string; charts: boolean; readme?: string }) => {
-    (await import('./report')).report(opts);
+  .action(async (opts: { results: string; out?: string; reports: string; charts: boolean; readme?: string }) => {
+    await (await import('./report')).report(opts);
   });
 
 program
@@ -71,20 +87,43 @@ program
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--no-progress', 'no progress line on stderr')
   .action(async (input: string, output: string, opts) => {
+    // The files first: a wrong path is a file error, whether or not a binary or GPU is there.
+    (await import('./files')).checkFiles(input, output);
     (await import('./apsp')).apspCommand(input, output, opts);
   });
 
 program
   .command('build')
-  .description('build the native addon from source (needs the CUDA toolkit: nvcc)')
+  .description(
+    'build the native addon from source (needs nvcc and the optional cmake-js, node-addon-api, node-api-headers)',
+  )
   .action(() => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { build } = require(path.join(__dirname, '..', '..', 'scripts', 'build.js')) as { build: () => number };
     process.exitCode = build();
   });
 
+/** The benchmark families for `bench --help` (the registry loads the addon: without one, say so). */
+function familiesHelp(): string {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { families } = require('../bench/index') as typeof import('../bench/index');
+    const width = Math.max(...Object.keys(families).map((k) => k.length));
+    const lines = Object.entries(families).map(([k, f]) => `  ${k.padEnd(width)}  ${f.description}`);
+    return `\nFamilies ("all" runs every one; copy, the bandwidth reference, always runs):\n${lines.join('\n')}`;
+  } catch (e) {
+    return `\nFamilies: not listed, no native binary loads (${(e instanceof Error ? e.message : String(e)).split('\n')[0]})`;
+  }
+}
+
 // Every failure is one line on stderr and a non-zero exit, never a stack trace.
 program.parseAsync(process.argv).catch((e: unknown) => {
+  if (e instanceof BinaryLoadError) {
+    // What was tried and the possible solutions: a list, kept as one.
+    console.error(e.message);
+    process.exitCode = 1;
+    return;
+  }
   const message = e instanceof Error ? (e.name === 'Error' ? e.message : `${e.name}: ${e.message}`) : String(e);
   console.error(`cuda-kernels: ${message.replace(/\s*\n\s*/g, ' ')}`);
   process.exitCode = 1;

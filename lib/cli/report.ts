@@ -1,14 +1,25 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { CHART_PACKAGES, requirePackages } from './optional';
+
 import { updateReadmeTables } from '../bench/readme-tables';
 import { readResults, writeReport, type ReportsFile } from '../bench/report';
 import type { FamilyMeta } from '../bench/summary';
 
-/** The registry's families as metadata; loading them loads the addon, which needs no GPU. */
-function familyMeta(): Record<string, FamilyMeta> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { families } = require('../bench/index') as typeof import('../bench/index');
+/**
+ * The registry's families as metadata; loading them loads the addon, which needs no GPU. Without a
+ * binary the report is still written, without the families' descriptions and references.
+ */
+function familyMeta(out: (line: string) => void): Record<string, FamilyMeta> {
+  let families: (typeof import('../bench/index'))['families'];
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    families = (require('../bench/index') as typeof import('../bench/index')).families;
+  } catch (e) {
+    out(`no native binary loads, so the families' descriptions are left out (${String(e).split('\n')[0]})`);
+    return {};
+  }
   return Object.fromEntries(
     // A plug-in that writes another family's rows (apsp-multi writes op apsp) has no section of its own.
     Object.entries(families)
@@ -17,15 +28,33 @@ function familyMeta(): Record<string, FamilyMeta> {
   );
 }
 
+/** Options of `cuda-kernels report`. */
+export interface ReportCliOptions {
+  /** The folder of result files (`bench --out`). */
+  results: string;
+  /** Where README.md and the charts go; default: the results folder. */
+  out?: string;
+  reports: string;
+  charts?: boolean;
+  /** A file whose `<!-- bench-table ID -->` blocks are regenerated too (this repository's README.md). */
+  readme?: string;
+}
+
 /**
- * `cuda-kernels report`: bench/results/README.md and the charts, from the committed JSON; with
- * `readme`, also that file's `<!-- bench-table ID -->` blocks.
+ * `cuda-kernels report`: `<out>/README.md` and the charts, from the result files alone, and with
+ * `readme` that file's benchmark tables. Writes nothing when the results folder holds no result
+ * file (a wrong folder, or no bench run yet).
  */
-export async function report(
-  opts: { results: string; reports: string; charts?: boolean; readme?: string },
-  out: (line: string) => void = console.log,
-): Promise<string[]> {
+export async function report(opts: ReportCliOptions, out: (line: string) => void = console.log): Promise<string[]> {
   const resultsDir = path.resolve(opts.results);
+  if (readResults(resultsDir).length === 0) {
+    throw new Error(
+      `no result files (<gpu>.json from \`cuda-kernels bench\`) in ${resultsDir}: nothing to report; ` +
+        'pass --results <dir> where bench wrote them (bench --out)',
+    );
+  }
+  if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
+  const outDir = path.resolve(opts.out ?? opts.results);
   const reportsFile = path.resolve(opts.reports);
   const reports = fs.existsSync(reportsFile)
     ? (JSON.parse(fs.readFileSync(reportsFile, 'utf8')) as ReportsFile)
@@ -34,8 +63,9 @@ export async function report(
   const written = await writeReport({
     resultsDir,
     reports,
-    reportsLink: reports ? path.relative(resultsDir, reportsFile).split(path.sep).join('/') : undefined,
-    families: familyMeta(),
+    outDir,
+    reportsLink: reports ? path.relative(outDir, reportsFile).split(path.sep).join('/') : undefined,
+    families: familyMeta(out),
     charts: opts.charts,
   });
   if (opts.readme) {

@@ -15,12 +15,17 @@ namespace cublas {
 
 namespace {
 
+std::string cudaMajor() {
+  return std::to_string(CUDART_VERSION / 1000);
+}
+
 std::vector<std::string> candidates() {
   std::vector<std::string> dirs;
   if (const char* p = std::getenv("CUDA_PATH")) dirs.push_back(std::string(p) + "/lib64");
   dirs.push_back("/usr/local/cuda/lib64");
   std::vector<std::string> out;
-  for (const char* name : {"libcublas.so.13", "libcublas.so"}) {
+  // The cuBLAS of the CUDA major this binary was built with (13, or 12 for the fallback build).
+  for (const std::string& name : {"libcublas.so." + cudaMajor(), std::string("libcublas.so")}) {
     for (const auto& d : dirs) out.push_back(d + "/" + name);
     out.push_back(name);  // the dynamic loader's own search path
   }
@@ -48,7 +53,7 @@ Loaded load() {
   for (const auto& path : candidates()) {
     // cuBLAS needs cuBLASLt from its own folder; load that first so an absolute path resolves it.
     if (path.find('/') != std::string::npos) {
-      std::string lt = path.substr(0, path.rfind('/')) + "/libcublasLt.so.13";
+      std::string lt = path.substr(0, path.rfind('/')) + "/libcublasLt.so." + cudaMajor();
       dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL);
     }
     lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -63,8 +68,8 @@ Loaded load() {
     r.code = "cublasLibraryNotFound";
     r.message =
         "cuBLAS could not be loaded, so the cuBLAS methods are unavailable (the other methods work). "
-        "Install the CUDA toolkit's cuBLAS (libcublas.so.13) or set CUDA_PATH. Tried:" +
-        tried;
+        "Install the CUDA toolkit's cuBLAS (libcublas.so." +
+        cudaMajor() + ") or set CUDA_PATH. Tried:" + tried;
     return r;
   }
   try {

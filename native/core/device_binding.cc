@@ -1,6 +1,8 @@
 // deviceCount, deviceProperties, memoryInfo, synchronize, runtimeInfo.
 #include <napi.h>
 
+#include <string>
+
 #include "args.h"
 #include "device.h"
 #include "errors.h"
@@ -18,6 +20,18 @@ Napi::Value runtimeInfo(const Napi::CallbackInfo& info) {
   o.Set("deviceCount", s.deviceCount);
   o.Set("noDeviceCode", s.deviceCount == 0 ? Napi::Value(Napi::String::New(env, s.code)) : env.Null());
   o.Set("noDeviceReason", s.deviceCount == 0 ? Napi::Value(Napi::String::New(env, s.reason)) : env.Null());
+  // How this binary was built (CMakeLists.txt), so a user can tell a release build from a local one.
+  auto b = Napi::Object::New(env);
+  b.Set("cudaArchitectures", CK_CUDA_ARCHS);
+  b.Set("lineinfo", static_cast<bool>(CK_PROFILE_BUILD));
+  b.Set("staticCxxRuntime", static_cast<bool>(CK_PORTABLE_BUILD));
+#if defined(__GLIBC__)
+  // The glibc whose headers it was compiled against: no symbol it needs is newer than this.
+  b.Set("glibc", std::to_string(__GLIBC__) + "." + std::to_string(__GLIBC_MINOR__));
+#else
+  b.Set("glibc", env.Null());
+#endif
+  o.Set("build", b);
   return o;
 }
 

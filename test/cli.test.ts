@@ -1,0 +1,187 @@
+// The command line as users run it (a child process running lib/cli/main.ts): --version, help,
+// file errors, info's exit code, report's output folder. Runs without a native binary: where a
+// case needs none, CUDA_KERNELS_BINARY points at a file that does not exist, so the loader finds
+// nothing, whatever is built here.
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { checkFiles } from '../lib/cli/files';
+import { missingPackages, requirePackages } from '../lib/cli/optional';
+import { makeTable } from '../lib/cli/table';
+import { GraphFileError } from '../lib/io/graph';
+
+const root = path.join(__dirname, '..');
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { binaryStatus } = require('./helpers/native-suites.js');
+const hasBinary: boolean = binaryStatus().ok;
+
+let dir: string;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-cli-'));
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, ['-r', './test/harness/ts-register.js', 'lib/cli/main.ts', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+const noBinary = { CUDA_KERNELS_BINARY: '/nonexistent/cuda_kernels.node' };
+
+describe('cuda-kernels --version and help', () => {
+  test('--version prints the package version', () => {
+    const r = cli(['--version'], noBinary);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  test('bench --help lists the families', () => {
+    const r = cli(['bench', '--help']);
+    expect(r.status).toBe(0);
+    if (hasBinary) {
+      expect(r.stdout).toMatch(/Families \("all" runs every one/);
+      for (const family of ['ata', 'gemm', 'stencil', 'scan', 'mlp', 'apsp', 'copy']) {
+        expect(r.stdout).toMatch(new RegExp(`^  ${family}\\s+\\S`, 'm'));
+      }
+    } else {
+      expect(r.stdout).toMatch(/Families: not listed, no native binary loads/);
+    }
+  });
+});
+
+describe('apsp file errors are file errors', () => {
+  test('a missing input file, whether or not there is a GPU or a binary', () => {
+    for (const env of [{}, noBinary]) {
+      const r = cli(['apsp', path.join(dir, 'missing.txt'), path.join(dir, 'out.txt')], env);
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim()).toBe(
+        `cuda-kernels: GraphFileError: ${path.join(dir, 'missing.txt')}: cannot read the input graph: no such file`,
+      );
+    }
+  });
+
+  test('checkFiles: input not a file, output folder missing or a folder', () => {
+    const graph = path.join(dir, 'g.txt');
+    fs.writeFileSync(graph, '1 0\n');
+    expect(() => checkFiles(graph, path.join(dir, 'd.txt'))).not.toThrow();
+    expect(() => checkFiles(dir, path.join(dir, 'd.txt'))).toThrow(/cannot read the input graph: not a file/);
+    expect(() => checkFiles(graph, path.join(dir, 'no', 'such', 'd.txt'))).toThrow(GraphFileError);
+    expect(() => checkFiles(graph, path.join(dir, 'no', 'd.txt'))).toThrow(
+      /cannot write the distance matrix into .*: no such file/,
+    );
+    expect(() => checkFiles(graph, dir)).toThrow(/it is a folder/);
+  });
+});
+
+describe('info', () => {
+  test('no binary: says what was tried and what to do, exits 1 (0 with --allow-no-gpu)', () => {
+    const r = cli(['info'], noBinary);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`^cuda-kernels ${pkg.version.replace(/\./g, '\\.')} \\(Node `));
+    expect(r.stdout).toContain('CUDA_KERNELS_BINARY (/nonexistent/cuda_kernels.node): no such file');
+    expect(r.stdout).toContain('Possible solutions:');
+    expect(cli(['info', '--allow-no-gpu'], noBinary).status).toBe(0);
+  });
+
+  (hasBinary ? test : test.skip)(
+    'with a binary: which one and why, how it was built; exit 1 only without a GPU',
+    () => {
+      const r = cli(['info']);
+      expect(r.stdout).toMatch(/^binary: (local build|@cuda-kernels\/\S+) \(/m);
+      expect(r.stdout).toMatch(/^ {2}why: /m);
+      expect(r.stdout).toMatch(/^ {2}built: CUDA \d+\.\d; architectures /m);
+      const noGpu = /^No GPU: /m.test(r.stdout);
+      expect(r.status).toBe(noGpu ? 1 : 0);
+      expect(cli(['info', '--allow-no-gpu']).status).toBe(0);
+    },
+  );
+});
+
+describe('report', () => {
+  const result = {
+    device: { name: 'Test GPU' },
+    createdAt: '2026-01-01T00:00:00Z',
+    commit: 'abc',
+    rows: [{ op: 'copy', method: 'd2d', size: '1024', ms: 1, rate: 100, unit: 'GB/s', reps: 3, check: 'ok' }],
+  };
+
+  test('without result files it writes nothing and says where it looked', () => {
+    const empty = path.join(dir, 'empty-results');
+    fs.mkdirSync(empty);
+    const r = cli(['report', '--results', empty, '--no-charts'], noBinary);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/no result files .* in .*empty-results: nothing to report/);
+    expect(fs.readdirSync(empty)).toEqual([]);
+  });
+
+  test('--out puts README.md there, and nothing into the results folder or the current one', () => {
+    const results = path.join(dir, 'results');
+    const out = path.join(dir, 'report-out');
+    fs.mkdirSync(results);
+    fs.writeFileSync(path.join(results, 'test-gpu.json'), JSON.stringify(result));
+    const cwd = path.join(dir, 'cwd');
+    fs.mkdirSync(cwd);
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-r',
+        path.join(root, 'test/harness/ts-register.js'),
+        path.join(root, 'lib/cli/main.ts'),
+        'report',
+        '--results',
+        results,
+        '--out',
+        out,
+        '--no-charts',
+      ],
+      { cwd, encoding: 'utf8' },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(fs.readFileSync(path.join(out, 'README.md'), 'utf8')).toMatch(/## Test GPU/);
+    expect(fs.readdirSync(results)).toEqual(['test-gpu.json']);
+    expect(fs.readdirSync(cwd)).toEqual([]);
+  });
+});
+
+describe('optional packages', () => {
+  test('a missing one is named with the install command and the alternative', () => {
+    expect(missingPackages(['commander', 'no-such-package-ck'])).toEqual(['no-such-package-ck']);
+    expect(() => requirePackages(['commander'], 'x')).not.toThrow();
+    expect(() => requirePackages(['no-such-package-ck'], 'drawing the charts', 'pass --no-charts')).toThrow(
+      'drawing the charts needs the optional package no-such-package-ck, not installed with cuda-kernels. ' +
+        'Install: npm install --save-dev no-such-package-ck; or pass --no-charts',
+    );
+  });
+
+  test('the chart and build packages are optional peers (and dev dependencies here)', () => {
+    for (const name of ['vega', 'vega-lite', '@resvg/resvg-js', 'cmake-js', 'node-addon-api', 'node-api-headers']) {
+      expect(pkg.peerDependencies[name]).toBeDefined();
+      expect(pkg.peerDependenciesMeta[name]).toEqual({ optional: true });
+      expect(pkg.devDependencies[name]).toBe(pkg.peerDependencies[name]);
+      expect(pkg.dependencies[name]).toBeUndefined();
+    }
+  });
+});
+
+describe('tables', () => {
+  test('columns are as wide as their widest cell, in display width', () => {
+    const t = makeTable(['method', 'ms']);
+    t.push(['fast', '1.5'], ['‖C−ref‖', '12.25']);
+    const lines = t.toString().split('\n');
+    expect(lines).toEqual([
+      '┌─────────┬───────┐',
+      '│ method  │ ms    │',
+      '├─────────┼───────┤',
+      '│ fast    │ 1.5   │',
+      '│ ‖C−ref‖ │ 12.25 │',
+      '└─────────┴───────┘',
+    ]);
+  });
+});
