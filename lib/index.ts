@@ -6,7 +6,7 @@
  */
 export { CudaError } from './errors';
 // The shapes of deviceProperties() and cublasInfo(), as the addon returns them (binding.d.ts).
-export type { NativeDeviceProperties, NativeCublasInfo } from '../binding';
+export type { NativeDeviceProperties, NativeCublasInfo, NativeNcclInfo } from '../binding';
 export {
   deviceCount,
   deviceProperties,
@@ -55,7 +55,15 @@ export {
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
-export { Mlp, mlpMethods, type MlpMethod, type MlpOptions, type MlpRunOptions, type MlpInput } from './ops/mlp';
+export {
+  Mlp,
+  mlpMethods,
+  type MlpMethod,
+  type MlpOptions,
+  type MlpRunOptions,
+  type MlpInput,
+  type MlpTrainOptions,
+} from './ops/mlp';
 export {
   mlpActivations,
   mlpOutputs,
@@ -80,4 +88,31 @@ export {
   type MatrixFormat,
   type GraphMatrix,
 } from './io/graph';
+export {
+  Communicator,
+  collectiveOps,
+  DEFAULT_TIMEOUT_MS,
+  type CollectiveOp,
+  type CommunicatorOptions,
+  type ArrayRange,
+} from './dist/communicator';
+export {
+  rankFromEnv,
+  bootstrapAddress,
+  DEFAULT_MASTER_PORT,
+  type RankEnv,
+  type RankSource,
+  type EnvVars,
+} from './dist/env';
+export { ncclInfo, NcclError, type NcclInfo } from './dist/nccl';
+export {
+  apspDistributed,
+  apspBandOf,
+  type ApspRows,
+  type ApspDistInput,
+  type ApspDistOutput,
+  type ApspDistOptions,
+  type ApspDistResult,
+  type ApspRandomInput,
+} from './dist/apsp';
 export * as cpu from './cpu/index';

@@ -16,6 +16,7 @@ void registerStencil(Napi::Env env, Napi::Object exports);
 void registerApsp(Napi::Env env, Napi::Object exports);
 void registerMlp(Napi::Env env, Napi::Object exports);
 void registerPeer(Napi::Env env, Napi::Object exports);
+void registerDist(Napi::Env env, Napi::Object exports);
 void registerDebug(Napi::Env env, Napi::Object exports);
 }  // namespace ck
 
@@ -33,6 +34,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerApsp(env, exports);
   ck::registerMlp(env, exports);
   ck::registerPeer(env, exports);
+  ck::registerDist(env, exports);
   ck::registerDebug(env, exports);
   return exports;
 }

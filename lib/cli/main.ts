@@ -77,8 +77,10 @@ program
   .option('--block-factor <n>', 'block factor of the basic method (1-256)', positiveInt)
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--no-progress', 'no progress line on stderr')
+  .option('--distributed', 'split the graph over the ranks of a job (cuda-kernels launch, mpirun, srun): a band each')
   .action(async (input: string, output: string, opts) => {
-    (await import('./apsp')).apspCommand(input, output, opts);
+    if (opts.distributed) await (await import('./apsp-dist')).apspDistributedCommand(input, output, opts);
+    else (await import('./apsp')).apspCommand(input, output, opts);
   });
 
 program
