@@ -261,26 +261,28 @@ describeNccl('npx cuda-kernels apsp --distributed', () => {
         const output = path.join(dir, `d.${ext}`);
         ck.writeGraph(input, w, n, { format });
         const main = path.join(root, 'lib', 'cli', 'main.ts');
-        const r = spawnSync(
+        // Ranks sharing a GPU need their own NCCL_HOSTID, which the command line cannot set: a shell
+        // sets it per rank (from the launcher's RANK), then runs the very command a user would run.
+        const rankCommand = 'NCCL_HOSTID=ck-cli-$RANK exec "$0" "$@"';
+        const launch = ['-r', register, main, 'launch', '--nproc-per-node', '2', '--master-port', port(), '--no-node'];
+        const command = [
+          'sh',
+          '-c',
+          rankCommand,
           process.execPath,
-          [
-            '-r',
-            register,
-            main,
-            'launch',
-            '--nproc-per-node',
-            '2',
-            '--master-port',
-            port(),
-            main,
-            'apsp',
-            input,
-            output,
-            '--distributed',
-            '--no-progress',
-          ],
-          { cwd: root, encoding: 'utf8', timeout: 200_000, env: baseEnv(2) },
-        );
+          main,
+          'apsp',
+          input,
+          output,
+          '--distributed',
+          '--no-progress',
+        ];
+        const r = spawnSync(process.execPath, [...launch, ...command], {
+          cwd: root,
+          encoding: 'utf8',
+          timeout: 200_000,
+          env: baseEnv(2),
+        });
         if (r.status !== 0) throw new Error(`exit ${r.status}\n${r.stdout}\n${r.stderr}`);
         expect(r.stdout).toMatch(new RegExp(`\\[rank0\\]: apsp --distributed: n = ${n} over 2 ranks`));
         const back = ck.readDistances(output, { format });
@@ -298,8 +300,11 @@ describeNccl('npx cuda-kernels apsp --distributed', () => {
 describeNccl('data-parallel MLP across processes', () => {
   test('2 ranks on half the patterns each = 1 GPU on all of them (every activation, output, method; full and mini batches)', () => {
     const res = expectAllPassed('mlp data parallel, launch, 2 ranks', viaLaunch(2, ['mlp']), 2);
+    const worst = Math.max(...res.map((r) => r.worst as number));
+    const solo = Math.min(...res.map((r) => r.nearestSolo as number));
     report(
-      `mlp data parallel: largest relative difference from 1-GPU training ${Math.max(...res.map((r) => r.worst as number)).toExponential(2)}`,
+      `mlp data parallel: largest relative difference from 1-GPU training ${worst.toExponential(2)} (tolerance 1e-4); ` +
+        `the same shards trained without the gradient sum are at least ${solo.toExponential(2)} off`,
     );
   }, 300_000);
 

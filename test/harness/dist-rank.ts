@@ -351,6 +351,8 @@ async function apspMode(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // mlp: data-parallel training on each rank's shard against one network trained on all patterns.
 
+const MLP_TOLERANCE = 1e-4;
+
 async function mlpMode(): Promise<void> {
   const comm = await init();
   const { rank, size, device } = comm;
@@ -361,6 +363,7 @@ async function mlpMode(): Promise<void> {
   const T = ck.cpu.randomArray(Float32Array, P * layers[2], 6).map((v) => (v + 1) / 2);
   const methods = ck.cublasInfo().available ? ck.mlpMethods : (['custom'] as const);
   const worst: Record<string, number> = {};
+  let nearestSolo = Infinity;
   for (const method of methods) {
     for (const activation of ck.mlpActivations) {
       for (const output of ck.mlpOutputs) {
@@ -386,8 +389,16 @@ async function mlpMode(): Promise<void> {
           const we = ck.cpu.relativeError(flat(dp.getWeights()), flat(one.getWeights()));
           const ee = Math.max(...got.map((r, i) => Math.abs(r.error - ref[i].error) / ref[i].error));
           worst[label] = Math.max(we, ee);
-          check(we < 1e-5, `${label}: weights differ by ${we}`);
-          check(ee < 1e-5, `${label}: epoch errors differ by ${ee}`);
+          // Float32 rounding: the ranks' partial gradient sums (K = b rows each) are added in another
+          // order than one GPU's sum over the whole batch, and 4 epochs with momentum carry it on.
+          check(we < MLP_TOLERANCE, `${label}: weights differ by ${we}`);
+          check(ee < MLP_TOLERANCE, `${label}: epoch errors differ by ${ee}`);
+          // The check is not vacuous: the same shard trained without the gradient sum is far off.
+          using solo = new ck.Mlp(spec);
+          solo.train(shard.X, shard.T, { epochs: 4, batchSize: b });
+          const se = ck.cpu.relativeError(flat(solo.getWeights()), flat(one.getWeights()));
+          check(se > 100 * MLP_TOLERANCE, `${label}: training without the sum is only ${se} off`);
+          nearestSolo = Math.min(nearestSolo, se);
         }
       }
     }
@@ -407,7 +418,7 @@ async function mlpMode(): Promise<void> {
   }
   check(comm.failure === null, 'usable after the mismatch');
   comm.destroy();
-  finish({ rank, size, worst: Math.max(...Object.values(worst)) });
+  finish({ rank, size, worst: Math.max(...Object.values(worst)), nearestSolo });
 }
 
 function flat(w: ck.MlpWeights): Float64Array {
