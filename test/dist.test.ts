@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as ck from '../lib';
+import { rankPlan } from '../lib/bench/dist';
 import { rankEnvironment } from '../lib/cli/launch';
 import { native } from '../lib/native';
 import { hostGraph } from './harness/families';
@@ -412,6 +413,20 @@ describe('NCCL loaded at run time', () => {
       const tiles = bands.map((b) => Math.ceil(b.rows / 128)).filter((t, r) => t > 0 || bands[r].rows > 0);
       expect(Math.max(...tiles) - Math.min(...tiles)).toBeLessThanOrEqual(1);
     }
+  });
+});
+
+describe('the multi-process benchmarks', () => {
+  test('one rank per GPU; on fewer than 2 GPUs they skip unless CK_BENCH_RANKS asks for ranks sharing GPUs (no speed figure)', () => {
+    expect(rankPlan({}, 4)).toEqual({ ranks: 4, shared: false });
+    expect(rankPlan({}, 1)).toMatchObject({ ranks: 0, reason: expect.stringMatching(/needs 2 GPUs/) });
+    expect(rankPlan({}, 0).ranks).toBe(0);
+    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 1)).toEqual({ ranks: 2, shared: true });
+    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 2)).toEqual({ ranks: 2, shared: false });
+    expect(rankPlan({ CK_BENCH_RANKS: '1' }, 2)).toMatchObject({
+      ranks: 0,
+      reason: expect.stringMatching(/CK_BENCH_RANKS/),
+    });
   });
 });
 
