@@ -11,6 +11,11 @@ export interface TimerHandle {
   readonly __brand: 'cuda-kernels.timer';
 }
 
+/** Opaque handle to one rank's NCCL communicator (a type-tagged N-API External). */
+export interface CommHandle {
+  readonly __brand: 'cuda-kernels.comm';
+}
+
 /** Element type codes: 0 float32, 1 float64, 2 int32, 3 uint32. */
 export type DtypeCode = 0 | 1 | 2 | 3;
 
@@ -76,6 +81,22 @@ export interface NativeCublasInfo {
   available: boolean;
   path?: string;
   version?: string;
+  code?: string;
+  reason?: string;
+}
+
+export interface NativeNcclInfo {
+  available: boolean;
+  path?: string;
+  version?: string;
+  code?: string;
+  reason?: string;
+}
+
+export interface NativeCommState {
+  ready: boolean;
+  pending: number;
+  closed: boolean;
   code?: string;
   reason?: string;
 }
@@ -197,7 +218,10 @@ export interface NativeBinding {
     streams: number,
     train: boolean,
   ): number;
-  /** One epoch of training in batches of `batch` patterns; adds the epoch's ½Σ(y − t)² to `error` (float64[1]). */
+  /**
+   * One epoch of training in batches of `batch` patterns; adds the epoch's ½Σ(y − t)² to `error`
+   * (float64[1]). With `comm`, each batch's gradient and the epoch's error are summed over its ranks.
+   */
   mlpTrainEpoch(
     params: BufferHandle,
     momentum: BufferHandle,
@@ -214,6 +238,7 @@ export interface NativeBinding {
     alpha: number,
     method: number,
     streams: number,
+    comm?: CommHandle,
   ): void;
   /** Y = network(X) for `rows` patterns; with T, adds ½Σ(y − t)² to `error`. method: 0 custom, 1 cublas. */
   mlpForward(
@@ -228,6 +253,65 @@ export interface NativeBinding {
     output: number,
     rows: number,
     method: number,
+  ): void;
+  /** Whether NCCL (loaded at run time) is available, where it was found, its version or why not. */
+  ncclInfo(): NativeNcclInfo;
+  /**
+   * Starts rank `rank` of `size` on `device` from the id ncclGetUniqueId gives (derived from
+   * NCCL_COMM_ID when set); `ready` settles when every rank has joined, or fails after `timeoutMs`.
+   */
+  ncclCommInit(
+    size: number,
+    rank: number,
+    device: number,
+    timeoutMs: number,
+  ): { comm: CommHandle; ready: Promise<void> };
+  /**
+   * Queues a collective on the library stream of the communicator's device: kind 0 allReduce, 1
+   * broadcast (root = peer), 2 allGather, 3 reduceScatter, 4 send, 5 recv, 6 send to `peer` and
+   * receive from `peer2` in one group; op 0 sum, 1 prod, 2 max, 3 min, 4 avg; offsets and count in
+   * elements (count per rank). Settles when it completes on the GPU.
+   */
+  ncclCollective(
+    comm: CommHandle,
+    kind: 0 | 1 | 2 | 3 | 4 | 5 | 6,
+    send: BufferHandle | null,
+    sendOffset: number,
+    recv: BufferHandle | null,
+    recvOffset: number,
+    count: number,
+    op: number,
+    peer: number,
+    peer2?: number,
+  ): Promise<void>;
+  /** Blocks until every queued operation is done; throws if the communicator failed. */
+  ncclCommWait(comm: CommHandle): void;
+  ncclCommState(comm: CommHandle): NativeCommState;
+  /** Destroys (`graceful`: waits, finalizes) or aborts the communicator. Idempotent. */
+  ncclCommClose(comm: CommHandle, graceful: boolean): void;
+  /**
+   * The distributed APSP of this rank's rows (`in` → `out`, rows × n int32 each, null without rows)
+   * on a worker thread; `progress(done, rounds)` as rounds complete.
+   */
+  apspDistRun(
+    comm: CommHandle,
+    input: BufferHandle | null,
+    out: BufferHandle | null,
+    n: number,
+    progress?: (done: number, rounds: number) => void,
+  ): Promise<void>;
+  /** [row0, rows]: rank `rank`'s rows of an n-vertex distributed APSP over `size` ranks. */
+  apspDistBand(n: number, size: number, rank: number): [number, number];
+  /** Rows row0 … row0 + rows − 1 of the graph apspRandomGraph(n, …) makes, into `out` (rows × n). */
+  apspRandomGraphRows(
+    out: BufferHandle,
+    n: number,
+    row0: number,
+    rows: number,
+    density: number,
+    minWeight: number,
+    maxWeight: number,
+    seed: number,
   ): void;
   /** Whether device `a` can access device `b`'s memory. */
   peerCanAccess(a: number, b: number): boolean;

@@ -6,7 +6,7 @@
  */
 export { CudaError } from './errors';
 // The shapes of deviceProperties() and cublasInfo(), as the addon returns them (binding.d.ts).
-export type { NativeDeviceProperties, NativeCublasInfo, NativeBuildInfo } from '../binding';
+export type { NativeDeviceProperties, NativeCublasInfo, NativeBuildInfo, NativeNcclInfo } from '../binding';
 // Which binary runtimeInfo() says was loaded, and the candidates tried (lib/loader.ts).
 export type { BinaryInfo, BinaryAttempt, DeclaredRequirements } from './loader';
 export {
@@ -57,7 +57,15 @@ export {
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
-export { Mlp, mlpMethods, type MlpMethod, type MlpOptions, type MlpRunOptions, type MlpInput } from './ops/mlp';
+export {
+  Mlp,
+  mlpMethods,
+  type MlpMethod,
+  type MlpOptions,
+  type MlpRunOptions,
+  type MlpInput,
+  type MlpTrainOptions,
+} from './ops/mlp';
 export {
   mlpActivations,
   mlpOutputs,
@@ -82,4 +90,31 @@ export {
   type MatrixFormat,
   type GraphMatrix,
 } from './io/graph';
+export {
+  Communicator,
+  collectiveOps,
+  DEFAULT_TIMEOUT_MS,
+  type CollectiveOp,
+  type CommunicatorOptions,
+  type ArrayRange,
+} from './dist/communicator';
+export {
+  rankFromEnv,
+  bootstrapAddress,
+  DEFAULT_MASTER_PORT,
+  type RankEnv,
+  type RankSource,
+  type EnvVars,
+} from './dist/env';
+export { ncclInfo, NcclError, type NcclInfo } from './dist/nccl';
+export {
+  apspDistributed,
+  apspBandOf,
+  type ApspRows,
+  type ApspDistInput,
+  type ApspDistOutput,
+  type ApspDistOptions,
+  type ApspDistResult,
+  type ApspRandomInput,
+} from './dist/apsp';
 export * as cpu from './cpu/index';

@@ -38,6 +38,15 @@ else
   note "cublas_check.cc: MISMATCH (see cublas-check.log)"
 fi
 
+# The same proof for NCCL (native/dist/nccl.h against nccl.h), where the host has NCCL's header.
+if [ -f /usr/include/nccl.h ] || [ -f /usr/local/cuda/include/nccl.h ]; then
+  if g++ -std=c++17 -fsyntax-only -I/usr/local/cuda/include -Inative native/dist/nccl_check.cc 2> "$out/nccl-check.log"; then
+    note "nccl_check.cc: declarations match nccl.h"
+  else
+    note "nccl_check.cc: MISMATCH (see nccl-check.log)"
+  fi
+fi
+
 jest=(node node_modules/jest/bin/jest.js --ci -i ${CK_JEST_ARGS:-})
 
 for step in $steps; do

@@ -3,6 +3,7 @@ import { apspFamily } from './apsp';
 import { apspMultiFamily } from './apsp-multi';
 import { ataFamily } from './ata';
 import { copyFamily } from './copy';
+import { apspDistFamily, collectivesFamily, mlpDistFamily } from './dist';
 import { gemmFamily } from './gemm';
 import { mlpFamily } from './mlp';
 import { peerFamily } from './peer';
@@ -20,6 +21,9 @@ export const families: Record<string, BenchFamily> = {
   mlp: mlpFamily,
   peer: peerFamily,
   'apsp-multi': apspMultiFamily,
+  collectives: collectivesFamily,
+  'apsp-dist': apspDistFamily,
+  'mlp-dist': mlpDistFamily,
 };
 
 export * from './harness';

@@ -27,11 +27,19 @@ function positiveInt(value: string): number {
   return n;
 }
 
+function atLeastOne(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return n;
+}
+
 const program = new Command();
 program
   .name('cuda-kernels')
-  .description('CUDA kernels for Node.js: device info, demo, benchmarks, APSP files')
+  .description('CUDA kernels for Node.js: device info, demo, benchmarks, APSP files, distributed jobs')
   .version(packageVersion(), '-V, --version');
+// `launch` passes everything after the script to it, options included.
+program.enablePositionalOptions();
 
 program
   .command('info')
@@ -86,10 +94,40 @@ program
   .option('--block-factor <n>', 'block factor of the basic method (1-256)', positiveInt)
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--no-progress', 'no progress line on stderr')
+  .option('--distributed', 'split the graph over the ranks of a job (cuda-kernels launch, mpirun, srun): a band each')
   .action(async (input: string, output: string, opts) => {
     // The files first: a wrong path is a file error, whether or not a binary or GPU is there.
     (await import('./files')).checkFiles(input, output);
-    (await import('./apsp')).apspCommand(input, output, opts);
+    if (opts.distributed) await (await import('./apsp-dist')).apspDistributedCommand(input, output, opts);
+    else (await import('./apsp')).apspCommand(input, output, opts);
+  });
+
+program
+  .command('launch')
+  .description("start the ranks of a distributed job on this host, with torchrun's variables (RANK, WORLD_SIZE, …)")
+  .argument('<script>', 'the Node.js script every rank runs (a command with --no-node)')
+  .argument('[args...]', "the script's arguments")
+  .option('--nproc-per-node <n>', 'ranks on this host', atLeastOne, 1)
+  .option('--nnodes <n>', 'hosts in the job', atLeastOne, 1)
+  .option('--node-rank <i>', "this host's index in the job", positiveInt, 0)
+  .option('--master-addr <host>', "rank 0's host (it serves NCCL's bootstrap there)", '127.0.0.1')
+  .option('--master-port <port>', "rank 0's bootstrap port", positiveInt, 29500)
+  .option('--no-node', 'run <script> as a command of its own instead of with Node.js')
+  .option('--no-prefix', "do not prefix the ranks' output lines with [rank<r>]:")
+  .option('--kill-timeout <ms>', 'after one rank fails, how long the others get before SIGKILL', positiveInt, 10000)
+  .passThroughOptions()
+  .action(async (script: string, args: string[], opts) => {
+    const { launch } = await import('./launch');
+    process.exitCode = await launch(script, args, {
+      nprocPerNode: opts.nprocPerNode,
+      nnodes: opts.nnodes,
+      nodeRank: opts.nodeRank,
+      masterAddr: opts.masterAddr,
+      masterPort: opts.masterPort,
+      node: opts.node,
+      prefix: opts.prefix,
+      killTimeoutMs: opts.killTimeout,
+    });
   });
 
 program

@@ -15,6 +15,9 @@ import {
   unpackWeights,
 } from '../cpu/mlp';
 import { checkDevice, cublasInfo } from '../device';
+import { type Communicator } from '../dist/communicator';
+import { dataParallelHandle, dataParallelStart } from '../dist/mlp';
+import { asNcclError } from '../dist/nccl';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 import { EventTimer } from '../timing';
@@ -52,6 +55,15 @@ export interface MlpOptions extends MlpSpec {
   streams?: number;
   /** Device the network lives on (default 0). */
   device?: number;
+}
+
+/** Options of {@link Mlp.train}: the epochs and batch size, and a communicator for data-parallel training. */
+export interface MlpTrainOptions extends TrainOptions {
+  /**
+   * Train data-parallel over the ranks of this communicator (see {@link Mlp.train}); the network must
+   * be on the communicator's device.
+   */
+  comm?: Communicator;
 }
 
 /** What `fromWeights` takes besides the weights. */
@@ -169,16 +181,29 @@ export class Mlp {
    * Trains for `options.epochs` epochs over the P patterns of X (P × nIn) and T (P × nOut), row by
    * row; returns each epoch's result (and passes it to `options.onEpoch`). Host data is uploaded once
    * per call as float32.
+   *
+   * With `options.comm`, training is data parallel: every rank calls `train` with its own shard of the
+   * patterns and the same network options, its batches are its shard's, and after each batch the
+   * gradient is summed over the ranks (an NCCL all-reduce) before the update, so every rank applies
+   * the same update. The weights and momentum are first broadcast from rank 0, and the ranks check that
+   * they agree on the network's size and the number of batches per epoch (a RangeError on every rank
+   * otherwise). Each epoch's `error` is the sum over all ranks' patterns. To reproduce one GPU's
+   * training on P patterns in batches of B, give each of the k ranks batches of B / k patterns whose
+   * union is the one-GPU batch (with the whole set as one batch, any split works); the weights then
+   * agree up to float32 rounding (sums taken in another order). A dead peer makes `train` throw an
+   * `NcclError` within the communicator's timeout.
    */
-  train(X: MlpInput, T: MlpInput, options: TrainOptions): EpochResult[] {
+  train(X: MlpInput, T: MlpInput, options: MlpTrainOptions): EpochResult[] {
     const params = this.#live();
     checkRate('eta', this.eta);
     checkRate('alpha', this.alpha);
+    const comm = options?.comm === undefined ? undefined : dataParallelHandle(options.comm, this.device);
     const { x, t, owned } = this.#inputs(X, T);
     try {
       const P = checkPatterns(this.layers, x, t);
       const { epochs, batch } = checkTrainOptions(options, P);
       const workspace = this.#trainingWorkspace(batch);
+      if (comm) dataParallelStart(comm, params, this.#momentum as DeviceArray<'float32'>, P, batch);
       const error = this.#error as DeviceArray<'float64'>;
       using timer = new EventTimer(this.device);
       const results: EpochResult[] = [];
@@ -199,14 +224,19 @@ export class Mlp {
           this.alpha,
           mlpMethods.indexOf(this.method),
           this.streams,
+          comm?.handle('Mlp.train'),
         );
         timer.stop();
         const ms = timer.elapsedMs();
         const r = { epoch: ++this.#epochs, error: error.toHostSync()[0], ms };
+        // A peer that died mid-epoch: the watchdog aborted the communicator, so the wait above ended.
+        comm?.check();
         results.push(r);
         options.onEpoch?.(r);
       }
       return results;
+    } catch (e) {
+      throw comm ? asNcclError(e) : e;
     } finally {
       for (const a of owned) a.free();
     }

@@ -91,6 +91,9 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
 // Depends only on `seed`.
 cudaError_t launchRandomGraph(int32_t* out, int64_t n, double density, int32_t minWeight, int32_t maxWeight,
                               uint64_t seed, cudaStream_t stream);
+// Rows row0 … row0 + rows − 1 of the same graph into `out` (rows × n), for a band made on its own device.
+cudaError_t launchRandomGraphRows(int32_t* out, int64_t n, int64_t row0, int64_t rows, double density,
+                                  int32_t minWeight, int32_t maxWeight, uint64_t seed, cudaStream_t stream);
 
 }  // namespace apsp
 }  // namespace ck

@@ -41,6 +41,8 @@ struct Gpu {
   cudaEvent_t doneRead[2] = {nullptr, nullptr};
   bool doneReadRecorded[2] = {false, false};
   cudaEvent_t col = nullptr, rowDone = nullptr, padded = nullptr, computed = nullptr, recv = nullptr;
+
+  Band band(int64_t np) const { return Band{m, tile0, tiles, np}; }
 };
 
 cudaEvent_t newEvent() {
@@ -95,24 +97,57 @@ void launch(const TileJob& job, const TileJob* second, cudaStream_t s, const cha
   check(launchFastMinPlus(job, second, s), what);
 }
 
+}  // namespace
+
+void bandRowUpdate(const Band& b, int64_t k, const int32_t* prevPanel, cudaStream_t s) {
+  int32_t* rows = b.tileRow(k);
+  const int t = static_cast<int>(b.np / kT);
+  const TileJob row{rows + (k - 1) * kT,    prevPanel, rows, b.np, 1, kNoSkip, kNoSkip, t,
+                    static_cast<int>(k - 1)};
+  launch(row, nullptr, s, "apsp band look-ahead row");
+}
+
+void bandPivotRow(const Band& b, int64_t k, cudaStream_t s) {
+  int32_t* rows = b.tileRow(k);
+  const int64_t p0 = k * kT;
+  const int t = static_cast<int>(b.np / kT);
+  check(launchFastPivot(rows + p0, b.np, s), "apsp band pivot");
+  const TileJob panel{rows + p0, rows, rows, b.np, 1, kNoSkip, kNoSkip, t, static_cast<int>(k)};
+  launch(panel, nullptr, s, "apsp band row panel");
+}
+
+void bandColumnPanel(const Band& b, int64_t k, const int32_t* panel, cudaStream_t s) {
+  const int64_t p0 = k * kT;
+  const int skip = b.owns(k) ? static_cast<int>(k - b.tile0) : kNoSkip;
+  const TileJob colPanel{b.m + p0, panel + p0, b.m + p0, b.np,   static_cast<int>(b.tiles),
+                         skip,     kNoSkip,    1,        kNoSkip};
+  launch(colPanel, nullptr, s, "apsp band column panel");
+}
+
+void bandPhase3(const Band& b, int64_t k, const int32_t* panel, int64_t aheadRow, cudaStream_t s) {
+  const int64_t p0 = k * kT;
+  const int t = static_cast<int>(b.np / kT);
+  const int skip0 = b.owns(k) ? static_cast<int>(k - b.tile0) : kNoSkip;
+  const int skip1 = aheadRow != kNoSkip && b.owns(aheadRow) ? static_cast<int>(aheadRow - b.tile0) : kNoSkip;
+  const TileJob rest{b.m + p0,           panel, b.m, b.np, static_cast<int>(b.tiles), skip0, skip1, t,
+                     static_cast<int>(k)};
+  launch(rest, nullptr, s, "apsp band phase 3");
+}
+
+namespace {
+
 // Owner of round k: [row k's phase 3 of round k − 1], pivot k, row panel k, send the panel.
 void prepare(Run& r, int64_t k, bool rowUpdate) {
   Gpu& o = r.owner(k);
-  const int64_t np = r.np, lk = k - o.tile0, p0 = k * kT;
-  const int t = static_cast<int>(r.tiles);
-  int32_t* rows = o.m + lk * kT * np;
+  const Band b = o.band(r.np);
+  int32_t* rows = b.tileRow(k);
   useDevice(o.dev);
   if (rowUpdate) {
-    const int64_t q0 = (k - 1) * kT;
     CK_CUDA(cudaStreamWaitEvent(o.hi, o.col, 0));
-    const TileJob row{rows + q0, r.panelOn(o, k - 1),    rows, np, 1, kNoSkip, kNoSkip,
-                      t,         static_cast<int>(k - 1)};
-    launch(row, nullptr, o.hi, "apsp band look-ahead row");
+    bandRowUpdate(b, k, r.panelOn(o, k - 1), o.hi);
     CK_CUDA(cudaEventRecord(o.rowDone, o.hi));
   }
-  check(launchFastPivot(rows + p0, np, o.hi), "apsp band pivot");
-  const TileJob panel{rows + p0, rows, rows, np, 1, kNoSkip, kNoSkip, t, static_cast<int>(k)};
-  launch(panel, nullptr, o.hi, "apsp band row panel");
+  bandPivotRow(b, k, o.hi);
   const int slot = static_cast<int>(k % 2);
   bool staged = false;
   for (Gpu& g : r.gpus) {
@@ -122,14 +157,13 @@ void prepare(Run& r, int64_t k, bool rowUpdate) {
     staged = true;
   }
   if (r.viaHost && staged) {
-    CK_CUDA(cudaMemcpyAsync(r.stage + slot * kT * np, rows, r.panelBytes(), cudaMemcpyDeviceToHost, o.hi));
+    CK_CUDA(cudaMemcpyAsync(r.stage + slot * kT * r.np, rows, r.panelBytes(), cudaMemcpyDeviceToHost, o.hi));
   }
   CK_CUDA(cudaEventRecord(o.sent[slot], o.hi));
 }
 
 void runBand(Run& r) {
   const int64_t np = r.np, T = r.tiles;
-  const int t = static_cast<int>(T);
   for (Gpu& g : r.gpus) {
     if (g.tiles == 0) continue;
     useDevice(g.dev);
@@ -150,7 +184,6 @@ void runBand(Run& r) {
   for (int64_t k = 0; k < T; ++k) {
     Gpu& o = r.owner(k);
     const int slot = static_cast<int>(k % 2);
-    const int64_t p0 = k * kT;
     const bool ahead = k + 1 < T;
     Gpu* o2 = ahead ? &r.owner(k + 1) : nullptr;
     for (Gpu& g : r.gpus) {
@@ -161,23 +194,14 @@ void runBand(Run& r) {
         CK_CUDA(cudaMemcpyAsync(g.pan[slot], r.stage + slot * kT * np, r.panelBytes(), cudaMemcpyHostToDevice,
                                 g.main));
       }
-      const int32_t* pb = r.panelOn(g, k);
-      const int skip = &g == &o ? static_cast<int>(k - g.tile0) : kNoSkip;
-      const TileJob colPanel{g.m + p0, pb + p0, g.m + p0, np,     static_cast<int>(g.tiles),
-                             skip,     kNoSkip, 1,        kNoSkip};
-      launch(colPanel, nullptr, g.main, "apsp band column panel");
+      bandColumnPanel(g.band(np), k, r.panelOn(g, k), g.main);
       if (&g == o2) CK_CUDA(cudaEventRecord(g.col, g.main));
     }
     if (ahead) prepare(r, k + 1, true);
     for (Gpu& g : r.gpus) {
       if (g.tiles == 0) continue;
       useDevice(g.dev);
-      const int32_t* pb = r.panelOn(g, k);
-      const int skip0 = &g == &o ? static_cast<int>(k - g.tile0) : kNoSkip;
-      const int skip1 = &g == o2 ? static_cast<int>(k + 1 - g.tile0) : kNoSkip;
-      const TileJob rest{g.m + p0,           pb, g.m, np, static_cast<int>(g.tiles), skip0, skip1, t,
-                         static_cast<int>(k)};
-      launch(rest, nullptr, g.main, "apsp band phase 3");
+      bandPhase3(g.band(np), k, r.panelOn(g, k), &g == o2 ? k + 1 : kNoSkip, g.main);
       // The look-ahead on the high-priority stream read this round's panel too.
       if (&g == o2) CK_CUDA(cudaStreamWaitEvent(g.main, g.rowDone, 0));
       CK_CUDA(cudaEventRecord(g.doneRead[slot], g.main));

@@ -1,8 +1,12 @@
 // All-pairs shortest paths split across several GPUs, with the `fast` kernels (block factor 128).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <vector>
+
+#include "apsp/apsp.h"
 
 namespace ck {
 namespace apsp {
@@ -18,6 +22,29 @@ enum class MultiScheme {
 // Band of tile rows [first, first + count) of `tiles` for GPU `index` of `gpus`: the first tiles % gpus
 // GPUs get one more (so bands differ by at most one tile row; trailing GPUs get none when tiles < gpus).
 void bandOf(int64_t tiles, int gpus, int index, int64_t* first, int64_t* count);
+
+// One band of the band scheme: tile rows [tile0, tile0 + tiles) of the padded np×np matrix, stored
+// contiguously at `m` (leading dimension np). runMulti (several GPUs in one process) and the
+// distributed version (native/dist/apsp.cc, one band per process) build their rounds from the steps
+// below, so both schedule the same kernels with the same tile jobs.
+struct Band {
+  int32_t* m = nullptr;
+  int64_t tile0 = 0, tiles = 0, np = 0;
+  bool owns(int64_t k) const { return k >= tile0 && k < tile0 + tiles; }
+  int32_t* tileRow(int64_t k) const { return m + (k - tile0) * kFastFactor * np; }
+};
+
+// Look-ahead on the owner of round k: tile row k brought up to date for round k − 1 through
+// `prevPanel` (row panel k − 1); its column block k − 1 must be done (the column panel of k − 1).
+void bandRowUpdate(const Band& b, int64_t k, const int32_t* prevPanel, cudaStream_t s);
+// Owner of round k: the pivot block (k, k) closed, then the row panel k, both in its own rows.
+void bandPivotRow(const Band& b, int64_t k, cudaStream_t s);
+// Every band, round k: the column panel (I, k) through the pivot block of `panel` (row panel k: the
+// owner's rows or a copy of them), the owner's own tile row k left out.
+void bandColumnPanel(const Band& b, int64_t k, const int32_t* panel, cudaStream_t s);
+// Every band, round k: phase 3 on (I, J), J ≠ k, through the column panel and `panel`, leaving out
+// tile row k and tile row `aheadRow` when this band owns it (the look-ahead did it; kNoSkip: none).
+void bandPhase3(const Band& b, int64_t k, const int32_t* panel, int64_t aheadRow, cudaStream_t s);
 
 // Distances of the n×n matrix `in` (on inDevice) into `out` (n×n, on devices[0]) with the devices in
 // `devices` (distinct, at least one). Round transfers go device to device (peer access enabled for

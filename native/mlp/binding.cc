@@ -1,4 +1,6 @@
 // N-API glue for the multilayer network: unwrap, re-check, call the launcher, nothing else.
+#include "dist/binding.h"
+
 #include <napi.h>
 
 #include <cmath>
@@ -93,7 +95,8 @@ Napi::Value mlpWorkspace(const Napi::CallbackInfo& info) {
 }
 
 // mlpTrainEpoch(params, momentum, workspace, X, T, error, layers, hidden, output, patterns, batch,
-//               eta, alpha, method, streams)
+//               eta, alpha, method, streams, comm?): with a communicator, each batch's gradient and
+//               the epoch's error are summed over its ranks (data parallel).
 Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& params = unwrapOutput(info[0], "params");
@@ -124,12 +127,23 @@ Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
     throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");
   if (error.dtype != Dtype::Float64 || error.length != 1 || error.device != device)
     throw Napi::RangeError::New(env, "error must be one float64 on the device of params");
+  std::shared_ptr<dist::Comm> comm;
+  if (info.Length() > 15 && !info[15].IsUndefined() && !info[15].IsNull())
+    comm = dist::unwrapComm(info[15], "comm", device);
   guard(env, [&] {
     cudaStream_t stream = libraryStream(device);
     const mlp::Buffers buf{params.as<float>(), momentum.as<float>(), workspace.as<float>(),
                            error.as<double>()};
+    mlp::GradientSum sum;
+    // A few batches in flight: enough to keep the GPU busy, few enough to stop soon after a failure.
+    if (comm)
+      sum = [&comm](float* grads, int64_t count, cudaStream_t s) {
+        dist::allReduceSum(*comm, grads, static_cast<size_t>(count), Dtype::Float32, s, "mlp gradient sum",
+                           4);
+      };
     mlp::trainEpoch(net, buf, X.as<const float>(), T.as<const float>(), patterns, batch,
-                    static_cast<float>(eta), static_cast<float>(alpha), method, streams, stream);
+                    static_cast<float>(eta), static_cast<float>(alpha), method, streams, stream, sum);
+    if (comm) dist::allReduceSum(*comm, error.as<double>(), 1, Dtype::Float64, stream, "mlp error sum", 4);
   });
   return env.Undefined();
 }

@@ -307,6 +307,16 @@ __global__ void update(float* __restrict__ W, float* __restrict__ prev, const fl
   }
 }
 
+// Data parallel: the gradient sets folded into the first, in the update's order, before the sum over ranks.
+__global__ void foldSets(float* __restrict__ grads, int64_t count, int sets) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float g = grads[i];
+    for (int s = 1; s < sets; ++s) g += grads[s * count + i];
+    grads[i] = g;
+  }
+}
+
 // η and α are set and the update enqueued under one lock, so that two trainings on one device
 // (worker threads) cannot interleave their constant-memory writes between the two.
 std::mutex& updateMutex() {
@@ -459,7 +469,7 @@ void backwardCustom(const Step& s, const float* X, int64_t r0, int64_t rows, flo
 }
 
 void stepCustom(const Step& s, const float* X, const float* T, int64_t rows, int streams, int device,
-                cudaStream_t stream, const Events& ev, float eta, float alpha) {
+                cudaStream_t stream, const Events& ev, float eta, float alpha, const GradientSum& sum) {
   const int active = static_cast<int>(std::min<int64_t>(streams, rows));
   const int64_t per = rows / active, extra = rows % active;
   float* grads = s.buf.workspace + s.lay.grads;
@@ -479,11 +489,23 @@ void stepCustom(const Step& s, const float* X, const float* T, int64_t rows, int
       CK_CUDA(cudaStreamWaitEvent(stream, ev[1 + i], 0));
     }
   }
-  enqueueUpdate(s.net, s.buf, grads, active, eta, alpha, stream);
+  if (sum) {
+    const int64_t count = s.net.parameterCount();
+    if (active > 1) {
+      unsigned blocks = 0;
+      CK_CUDA(gridStrideBlocks(static_cast<size_t>(count), 256, &blocks));
+      foldSets<<<blocks, 256, 0, stream>>>(grads, count, active);
+      CK_CUDA(cudaGetLastError());
+    }
+    sum(grads, count, stream);
+    enqueueUpdate(s.net, s.buf, grads, 1, eta, alpha, stream);
+  } else {
+    enqueueUpdate(s.net, s.buf, grads, active, eta, alpha, stream);
+  }
 }
 
 void stepCublas(const Step& s, const float* X, const float* T, int64_t rows, int streams, int device,
-                cudaStream_t stream, const Events& ev, float eta, float alpha) {
+                cudaStream_t stream, const Events& ev, float eta, float alpha, const GradientSum& sum) {
   const Net& net = s.net;
   const int L = net.layers();
   // Both handles are held for the whole step: cuBLAS allows one host thread per handle at a time.
@@ -520,6 +542,7 @@ void stepCublas(const Step& s, const float* X, const float* T, int64_t rows, int
     CK_CUDA(cudaEventRecord(ev[L], gradStream));
     CK_CUDA(cudaStreamWaitEvent(stream, ev[L], 0));
   }
+  if (sum) sum(grads, net.parameterCount(), stream);
   enqueueUpdate(net, s.buf, grads, 1, eta, alpha, stream);
 }
 
@@ -530,7 +553,8 @@ int64_t workspaceFloats(const Net& net, int64_t batch, int streams, bool train) 
 }
 
 void trainEpoch(const Net& net, const Buffers& buf, const float* X, const float* T, int64_t patterns,
-                int64_t batch, float eta, float alpha, Method method, int streams, cudaStream_t stream) {
+                int64_t batch, float eta, float alpha, Method method, int streams, cudaStream_t stream,
+                const GradientSum& sum) {
   int device = 0;
   CK_CUDA(cudaGetDevice(&device));
   const Layout lay(net, batch, streams, true);
@@ -541,9 +565,9 @@ void trainEpoch(const Net& net, const Buffers& buf, const float* X, const float*
     const float* Xb = X + p0 * net.sizes[0];
     const float* Tb = T + p0 * net.sizes[net.layers()];
     if (method == kCublas)
-      stepCublas(s, Xb, Tb, rows, streams, device, stream, ev, eta, alpha);
+      stepCublas(s, Xb, Tb, rows, streams, device, stream, ev, eta, alpha, sum);
     else
-      stepCustom(s, Xb, Tb, rows, streams, device, stream, ev, eta, alpha);
+      stepCustom(s, Xb, Tb, rows, streams, device, stream, ev, eta, alpha, sum);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ck {
@@ -49,13 +50,19 @@ struct Buffers {
   double* error = nullptr;  // the epoch's ½Σ(y − t)² is added here (may be null for a forward pass)
 };
 
+// Data-parallel training (lib/dist): called once per batch when the batch's gradient (one set of
+// `count` floats, the parameter layout) is complete on `stream` and before the update reads it; it
+// sums the gradient over the ranks in place (an NCCL all-reduce), so every rank applies one update.
+using GradientSum = std::function<void(float* grads, int64_t count, cudaStream_t stream)>;
+
 // Trains one epoch over `patterns` patterns (X: patterns × n_0, T: patterns × n_L) in batches of
 // `batch` consecutive patterns, one update per batch, adding the error of every batch (computed
 // with the weights before its update) to *error. Everything is enqueued on `stream` (the library
 // stream of the current device); `streams` > 1 forks onto side streams and joins back. Throws
 // CudaFailure.
 void trainEpoch(const Net& net, const Buffers& buf, const float* X, const float* T, int64_t patterns,
-                int64_t batch, float eta, float alpha, Method method, int streams, cudaStream_t stream);
+                int64_t batch, float eta, float alpha, Method method, int streams, cudaStream_t stream,
+                const GradientSum& sum = nullptr);
 
 // Y = network(X) for `rows` patterns; with T and buf.error, also adds ½Σ(y − t)² to *error.
 void forward(const Net& net, const Buffers& buf, const float* X, float* Y, const float* T, int64_t rows,

@@ -1,0 +1,390 @@
+// All-pairs shortest paths over the ranks of a communicator, each rank holding only its band of rows.
+import * as fs from 'node:fs';
+
+import { checkArray, copyDevice, type DeviceArray, empty, upload } from '../array';
+import { INF } from '../cpu/apsp';
+import { checkInteger, rangeError, typeError } from '../errors';
+import { native } from '../native';
+import { APSP_MAX_N, type RandomGraphOptions } from '../ops/apsp';
+import { reduce } from '../ops/scan';
+import { Communicator } from './communicator';
+import { asNcclError } from './nccl';
+
+/** Rows [row0, row0 + rows) of the n×n matrix. */
+export interface ApspRows {
+  row0: number;
+  rows: number;
+}
+
+/**
+ * The rows rank `rank` of `size` holds in {@link apspDistributed} for n vertices: whole 128-row tile
+ * rows, split as the in-process band scheme splits them over GPUs (bands differ by at most one tile
+ * row; ranks beyond the number of tile rows hold none).
+ */
+export function apspBandOf(n: number, size: number, rank: number): ApspRows {
+  checkInteger('n', n, 1, APSP_MAX_N);
+  checkInteger('size', size, 1, 1 << 20);
+  checkInteger('rank', rank, 0, size - 1);
+  const [row0, rows] = native.apspDistBand(n, size, rank);
+  return { row0, rows };
+}
+
+/** The random graph of {@link randomGraph} (same options but the device), made band by band. */
+export type ApspRandomInput = Omit<RandomGraphOptions, 'device'>;
+
+/**
+ * Where the weights come from; every rank passes the same kind:
+ *
+ * - `{ band, n }`: this rank's rows ({@link apspBandOf}) × n, int32, on the communicator's device;
+ * - `{ matrix, n }` on rank 0 (the whole n×n matrix, host or device), `{ matrix: null }` on the others:
+ *   rank 0 scatters the bands, one at a time;
+ * - `{ file }`: a binary graph file (int32 n, then the n² weights, as `writeGraph` writes it) that
+ *   every rank can read; each reads only its rows, at their offset;
+ * - `{ random, n }`: the graph `randomGraph(n, random)` makes, each rank making only its rows on its
+ *   device (for graphs no host or disk holds).
+ */
+export type ApspDistInput =
+  | { band: DeviceArray<'int32'> | null; n: number }
+  | { matrix: Int32Array | DeviceArray<'int32'> | null; n?: number }
+  | { file: string }
+  | { random: ApspRandomInput; n: number };
+
+/**
+ * What {@link apspDistributed} leaves: `band` (each rank keeps its rows of the distances on its
+ * device, the default), `gather` (rank 0 receives the whole n×n matrix; it must fit one GPU), or
+ * `{ file }` (a binary distance file, int32 n then the n² distances, written by every rank at its
+ * rows' offset; on several hosts it must be on a file system they share).
+ */
+export type ApspDistOutput = 'band' | 'gather' | { file: string };
+
+/** Options of {@link apspDistributed}. */
+export interface ApspDistOptions {
+  /** Default `band`. */
+  output?: ApspDistOutput;
+  /** Called on every rank as rounds complete there, with the rounds done and the total. */
+  onRound?: (done: number, rounds: number) => void;
+  /** Check on every rank's GPU that its weights are in [0, INF] first (default true). */
+  validate?: boolean;
+}
+
+/** This rank's share of an {@link apspDistributed} result. */
+export interface ApspDistResult {
+  n: number;
+  /** This rank's rows, [row0, row0 + rows). */
+  row0: number;
+  rows: number;
+  /** With output `band`: this rank's distances (rows × n, on its device), null when it has no rows. */
+  band: DeviceArray<'int32'> | null;
+  /** With output `gather`, on rank 0: the whole n×n distance matrix; null elsewhere. */
+  matrix: DeviceArray<'int32'> | null;
+}
+
+const CHUNK = 1 << 30;
+
+function readRows(file: string, n: number, row0: number, rows: number, device: number): DeviceArray<'int32'> {
+  const host = new Int32Array(rows * n);
+  const bytes = new Uint8Array(host.buffer);
+  const fd = fs.openSync(file, 'r');
+  try {
+    for (let done = 0; done < bytes.length;) {
+      const got = fs.readSync(fd, bytes, done, Math.min(CHUNK, bytes.length - done), 4 + row0 * n * 4 + done);
+      if (got === 0) throw new RangeError(`${file}: ends before row ${row0 + rows} of ${n} (truncated?)`);
+      done += got;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return upload(host, { device });
+}
+
+function readHeader(file: string): number {
+  if (typeof file !== 'string') throw typeError('input.file', 'a path', file);
+  const fd = fs.openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    if (fs.readSync(fd, head, 0, 4, 0) !== 4) throw new RangeError(`${file}: too short for a binary graph header`);
+    const n = head.readInt32LE(0);
+    const size = fs.fstatSync(fd).size;
+    if (n < 1 || n > APSP_MAX_N || size !== 4 + n * n * 4) {
+      throw new RangeError(`${file}: not a binary graph file (header n = ${n}, ${size} bytes)`);
+    }
+    return n;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function writeRows(file: string, host: Int32Array, n: number, row0: number): void {
+  const bytes = new Uint8Array(host.buffer, host.byteOffset, host.byteLength);
+  const fd = fs.openSync(file, 'r+');
+  try {
+    for (let done = 0; done < bytes.length;) {
+      done += fs.writeSync(fd, bytes, done, Math.min(CHUNK, bytes.length - done), 4 + row0 * n * 4 + done);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+// Every rank learns every rank's n and whether its step went well, so that all of them go on or all
+// of them throw (a rank that threw alone would leave the others waiting in the next collective).
+async function agree(comm: Communicator, n: number, failure: unknown, step: string): Promise<number> {
+  using mine = upload(Int32Array.of(n, failure === null ? 1 : 0), { device: comm.device });
+  using all = await comm.allGather(mine);
+  const got = await all.toHost();
+  const failed: number[] = [];
+  const ns = new Set<number>();
+  for (let r = 0; r < comm.size; r++) {
+    if (got[2 * r + 1] !== 1) failed.push(r);
+    else if (got[2 * r] > 0) ns.add(got[2 * r]);
+  }
+  if (failure !== null) throw failure;
+  if (failed.length > 0) {
+    throw new Error(
+      `apspDistributed: ${step} failed on rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} (see its error)`,
+    );
+  }
+  if (ns.size > 1) {
+    throw new RangeError(
+      `apspDistributed: the ranks disagree on n (${[...ns].join(', ')}); every rank must pass the same graph`,
+    );
+  }
+  if (ns.size === 0)
+    throw new RangeError('apspDistributed: no rank knows n (rank 0 must pass input.n with input.matrix)');
+  return [...ns][0];
+}
+
+function checkN(name: string, n: unknown): number {
+  return checkInteger(name, n, 1, APSP_MAX_N);
+}
+
+/**
+ * All-pairs shortest paths of a dense directed graph over the ranks of `comm`: blocked Floyd–Warshall
+ * with the `fast` kernels, each rank holding only its band of 128-row tile rows ({@link apspBandOf}),
+ * so a GPU needs about n²·4/size bytes (plus two 128×n panels; the band is updated in place when
+ * n is a multiple of 128 and the input is ours to overwrite) — graphs larger than one GPU fit.
+ *
+ * Each round the rank owning the pivot tile row closes the pivot block, computes the pivot row panel
+ * and broadcasts the 128×n panel to every rank through NCCL; every rank then updates its part of the
+ * pivot column and the rest of its band. The next round's owner updates its next pivot row first and
+ * computes and broadcasts the next panel on a high-priority stream while the rest of its band is
+ * updated (look-ahead), as the in-process band scheme of {@link apsp} with `devices` does over peer
+ * copies. The distances equal the single-GPU ones exactly.
+ *
+ * Every rank calls it with the same kind of input ({@link ApspDistInput}) and output. A failure on any
+ * rank (bad input, a missing file) makes every rank throw; a rank that dies makes the others throw
+ * an {@link NcclError} within the communicator's timeout. The run itself is on a worker thread; the
+ * communicator takes no other calls until it is done.
+ *
+ * @example
+ * ```ts
+ * using comm = await Communicator.init();
+ * const res = await apspDistributed(comm, { file: 'graph.bin' }, { output: { file: 'dist.bin' } });
+ * ```
+ */
+export async function apspDistributed(
+  comm: Communicator,
+  input: ApspDistInput,
+  options: ApspDistOptions = {},
+): Promise<ApspDistResult> {
+  if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
+  comm.handle('apspDistributed');
+  if (typeof input !== 'object' || input === null)
+    throw typeError('input', 'an object ({ band | matrix | file | random })', input);
+  if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
+  const output = options.output ?? 'band';
+  if (
+    output !== 'band' &&
+    output !== 'gather' &&
+    (typeof output !== 'object' || output === null || typeof output.file !== 'string')
+  ) {
+    throw rangeError('options.output', "'band', 'gather' or { file }", output);
+  }
+  if (options.onRound !== undefined && typeof options.onRound !== 'function') {
+    throw typeError('options.onRound', 'a function', options.onRound);
+  }
+  const validate = options.validate ?? true;
+  if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
+  const { rank, size, device } = comm;
+
+  // 1. Each rank's input, checked locally; then every rank agrees (or every rank throws).
+  let nLocal = 0;
+  let band: DeviceArray<'int32'> | null = null;
+  let owned = false;
+  let matrix: Int32Array | DeviceArray<'int32'> | null = null;
+  let failure: unknown = null;
+  try {
+    if ('band' in input) {
+      nLocal = checkN('input.n', input.n);
+      const { rows } = apspBandOf(nLocal, size, rank);
+      if (rows > 0 || input.band !== null) {
+        band = checkArray('input.band', input.band, 'int32');
+        if (band.device !== device)
+          throw rangeError('input.band', `on the communicator's device ${device}`, `device ${band.device}`);
+        if (band.length !== rows * nLocal) {
+          throw rangeError(
+            'input.band',
+            `this rank's ${rows} rows × n = ${rows * nLocal} elements`,
+            `${band.length} elements`,
+          );
+        }
+      }
+    } else if ('matrix' in input) {
+      if (rank === 0) {
+        nLocal = checkN('input.n', input.n);
+        const m = input.matrix;
+        if (m instanceof Int32Array) {
+          if (m.length !== nLocal * nLocal)
+            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${m.length} elements`);
+        } else {
+          checkArray('input.matrix', m, 'int32');
+          const d = m as DeviceArray<'int32'>;
+          if (d.length !== nLocal * nLocal)
+            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${d.length} elements`);
+          if (d.device !== device)
+            throw rangeError('input.matrix', `on the communicator's device ${device}`, `device ${d.device}`);
+        }
+        matrix = m;
+      } else if (input.matrix !== null && input.matrix !== undefined) {
+        throw rangeError('input.matrix', 'null on every rank but 0 (rank 0 scatters it)', input.matrix);
+      } else if (input.n !== undefined) {
+        nLocal = checkN('input.n', input.n);
+      }
+    } else if ('file' in input) {
+      nLocal = readHeader(input.file);
+      const { row0, rows } = apspBandOf(nLocal, size, rank);
+      if (rows > 0) {
+        band = readRows(input.file, nLocal, row0, rows, device);
+        owned = true;
+      }
+    } else if ('random' in input) {
+      nLocal = checkN('input.n', input.n);
+      const o = input.random ?? {};
+      if (typeof o !== 'object') throw typeError('input.random', 'an object', o);
+      const density = o.density ?? 0.1;
+      if (typeof density !== 'number' || !(density >= 0 && density <= 1))
+        throw rangeError('input.random.density', 'a number in [0, 1]', density);
+      const minWeight = checkInteger('input.random.minWeight', o.minWeight ?? 1, 0, INF - 1);
+      const maxWeight = checkInteger('input.random.maxWeight', o.maxWeight ?? 1000, minWeight, INF - 1);
+      const seed = checkInteger('input.random.seed', o.seed ?? 1);
+      const { row0, rows } = apspBandOf(nLocal, size, rank);
+      if (rows > 0) {
+        band = empty('int32', rows * nLocal, { device });
+        owned = true;
+        native.apspRandomGraphRows(band.handle(), nLocal, row0, rows, density, minWeight, maxWeight, seed);
+      }
+    } else {
+      throw typeError('input', 'one of { band, n }, { matrix, n }, { file }, { random, n }', input);
+    }
+  } catch (e) {
+    failure = e;
+  }
+  let out: DeviceArray<'int32'> | null = null;
+  try {
+    const n = await agree(comm, nLocal, failure, 'reading the input');
+    const { row0, rows } = apspBandOf(n, size, rank);
+
+    // 2. Scatter from rank 0, one band at a time (rank 0's device holds one staged band at most).
+    if ('matrix' in input) {
+      if (rows > 0) {
+        band = empty('int32', rows * n, { device, shape: [rows, n] });
+        owned = true;
+      }
+      if (rank === 0) {
+        for (let r = 1; r < size; r++) {
+          const b = apspBandOf(n, size, r);
+          if (b.rows === 0) continue;
+          if (matrix instanceof Int32Array) {
+            using staged = upload(matrix.subarray(b.row0 * n, (b.row0 + b.rows) * n), { device });
+            await comm.send(staged, r);
+          } else {
+            await comm.send(matrix as DeviceArray<'int32'>, r, { offset: b.row0 * n, count: b.rows * n });
+          }
+        }
+        if (band) {
+          if (matrix instanceof Int32Array) band.copyFrom(matrix.subarray(row0 * n, (row0 + rows) * n));
+          else copyDevice(band, matrix as DeviceArray<'int32'>, { srcOffset: row0 * n, count: rows * n });
+        }
+      } else if (band) {
+        await comm.recv(band, 0);
+      }
+    }
+
+    // 3. Weights in [0, INF] everywhere, or every rank throws.
+    if (validate) {
+      let bad: unknown = null;
+      if (band && band.length > 0) {
+        const lo = reduce(band, 'min');
+        const hi = reduce(band, 'max');
+        if (lo < 0 || hi > INF) bad = rangeError('input', `weights in [0, INF = ${INF}]`, lo < 0 ? lo : hi);
+      }
+      await agree(comm, n, bad, 'validating the weights');
+    }
+
+    // 4. The rounds.
+    out = owned ? band : rows > 0 ? empty('int32', rows * n, { device, shape: [rows, n] }) : null;
+    const inHandle = band && rows > 0 ? band.handle('input.band') : null;
+    const outHandle = out ? out.handle('out') : null;
+    await comm.exclusive('apspDistributed', async (h) => {
+      try {
+        await native.apspDistRun(h, inHandle, outHandle, n, options.onRound);
+      } catch (e) {
+        throw asNcclError(e);
+      }
+    });
+    if (owned) band = null; // now the output
+
+    // 5. The output.
+    const result: ApspDistResult = { n, row0, rows, band: null, matrix: null };
+    if (output === 'band') {
+      result.band = out;
+      out = null;
+    } else if (output === 'gather') {
+      if (rank === 0) {
+        const whole = empty('int32', n * n, { device, shape: [n, n] });
+        try {
+          if (out) copyDevice(whole, out, { dstOffset: row0 * n });
+          for (let r = 1; r < size; r++) {
+            const b = apspBandOf(n, size, r);
+            if (b.rows > 0) await comm.recv(whole, r, { offset: b.row0 * n, count: b.rows * n });
+          }
+        } catch (e) {
+          whole.free();
+          throw e;
+        }
+        result.matrix = whole;
+      } else if (out) {
+        await comm.send(out, 0);
+      }
+    } else {
+      const file = output.file;
+      let bad: unknown = null;
+      try {
+        if (rank === 0) {
+          const fd = fs.openSync(file, 'w');
+          try {
+            const head = Buffer.alloc(4);
+            head.writeInt32LE(n, 0);
+            fs.writeSync(fd, head, 0, 4, 0);
+            fs.ftruncateSync(fd, 4 + n * n * 4);
+          } finally {
+            fs.closeSync(fd);
+          }
+        }
+      } catch (e) {
+        bad = e;
+      }
+      await agree(comm, n, bad, `creating ${file}`);
+      try {
+        if (out) writeRows(file, await out.toHost(), n, row0);
+      } catch (e) {
+        bad = e;
+      }
+      await agree(comm, n, bad, `writing ${file}`);
+    }
+    return result;
+  } finally {
+    if (owned) band?.free();
+    out?.free();
+  }
+}

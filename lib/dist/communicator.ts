@@ -1,0 +1,488 @@
+import type { CommHandle } from '../../binding';
+import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
+import { deviceCount } from '../device';
+import { checkInteger, rangeError, typeError } from '../errors';
+import { native } from '../native';
+import { bootstrapAddress, DEFAULT_MASTER_PORT, type RankSource, rankFromEnv } from './env';
+import { asNcclError, NcclError, requireNccl } from './nccl';
+
+/** Reductions of {@link Communicator.allReduce} and {@link Communicator.reduceScatter}. */
+export type CollectiveOp = 'sum' | 'prod' | 'min' | 'max' | 'avg';
+
+/** The reductions, in NCCL's order of codes. */
+export const collectiveOps: readonly CollectiveOp[] = Object.freeze(['sum', 'prod', 'max', 'min', 'avg']);
+
+/** Default of {@link CommunicatorOptions.timeoutMs}: 5 minutes. */
+export const DEFAULT_TIMEOUT_MS = 300_000;
+
+/** Options of {@link Communicator.init}; anything left out comes from the environment ({@link rankFromEnv}). */
+export interface CommunicatorOptions {
+  /** This process's rank (give `size` too). */
+  rank?: number;
+  /** Number of ranks (give `rank` too). */
+  size?: number;
+  /** The CUDA device of this rank (default: the local rank modulo the devices present). */
+  device?: number;
+  /** `host:port` where rank 0 serves NCCL's bootstrap (default from NCCL_COMM_ID or MASTER_ADDR/MASTER_PORT). */
+  address?: string;
+  /**
+   * How long the initialisation may wait for every rank to join, and how long any one operation may
+   * run on the GPU before the peers are declared dead or hung (default 5 minutes). Then the
+   * communicator is aborted and every pending operation rejects with an {@link NcclError}.
+   */
+  timeoutMs?: number;
+  /** The environment to read instead of `process.env` (for tests and embedding). */
+  env?: Record<string, string | undefined>;
+}
+
+/** A part of an array: `count` elements from `offset` (defaults: 0 and the rest of the array). */
+export interface ArrayRange {
+  offset?: number;
+  count?: number;
+}
+
+const KIND = { allReduce: 0, broadcast: 1, allGather: 2, reduceScatter: 3, send: 4, recv: 5, sendRecv: 6 } as const;
+
+/**
+ * One rank's NCCL communicator: collectives and point-to-point transfers on {@link DeviceArray}s,
+ * between processes on one host or many.
+ *
+ * Each operation is queued at once on the library stream of the communicator's device, so it is
+ * ordered with every other operation of this package on that device, and returns a promise that
+ * settles when the GPU has done it. Awaiting is only needed to know that it finished (or failed):
+ * later kernels on the same device see its result either way. Bad arguments throw at once, before
+ * anything is queued.
+ *
+ * Every rank must make the same collective calls in the same order, with the same lengths, dtypes,
+ * ops and roots: NCCL cannot detect a mismatch, which hangs the ranks (or corrupts data). A hang, a
+ * peer that died, or a peer that never makes the matching call surfaces as an {@link NcclError} on
+ * every pending operation within `timeoutMs` of the operation starting on the GPU; the communicator is
+ * then aborted (its results undefined, the arrays still freeable) and a new one is needed.
+ *
+ * @example
+ * ```ts
+ * // node app.js under `npx cuda-kernels launch --nproc-per-node 2 app.js` or `mpirun -np 2 node app.js`
+ * using comm = await Communicator.init();
+ * using x = upload(new Float32Array(1024).fill(comm.rank + 1), { device: comm.device });
+ * await comm.allReduce(x, 'sum'); // every rank now holds 1 + 2 + … + size
+ * ```
+ */
+export class Communicator {
+  /** This process's rank. */
+  readonly rank: number;
+  /** Number of ranks. */
+  readonly size: number;
+  /** The CUDA device this rank's arrays must live on. */
+  readonly device: number;
+  /** Milliseconds an operation may run before the peers are declared dead or hung. */
+  readonly timeoutMs: number;
+  /** Rank 0's bootstrap address (`host:port`), or undefined for a single rank. */
+  readonly address: string | undefined;
+  /** Where rank and size came from. */
+  readonly source: RankSource;
+  #handle: CommHandle | null;
+  #pending = new Set<Promise<unknown>>();
+  #busy: string | null = null;
+  #scratch: DeviceArray<'int32'> | null = null;
+
+  private constructor(
+    handle: CommHandle,
+    rank: number,
+    size: number,
+    device: number,
+    timeoutMs: number,
+    address: string | undefined,
+    source: RankSource,
+  ) {
+    this.#handle = handle;
+    this.rank = rank;
+    this.size = size;
+    this.device = device;
+    this.timeoutMs = timeoutMs;
+    this.address = address;
+    this.source = source;
+  }
+
+  /**
+   * Joins this process to the job: builds its communicator with NCCL's own bootstrap (rank 0 serves
+   * it at `address`, which NCCL reads from NCCL_COMM_ID, so every rank derives the same unique id)
+   * and resolves once every rank has joined. The wait runs off the JavaScript thread; after
+   * `timeoutMs` without every rank it rejects with an {@link NcclError} (`ncclTimeout`). Rejects with
+   * `ncclLibraryNotFound` (saying what to install) when NCCL cannot be loaded.
+   */
+  static async init(options: CommunicatorOptions = {}): Promise<Communicator> {
+    if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
+    const timeoutMs = checkInteger('options.timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1);
+    if ((options.rank === undefined) !== (options.size === undefined)) {
+      throw rangeError('options', 'rank and size together, or neither', options);
+    }
+    const env = options.env ?? process.env;
+    let rank: number, size: number, localRank: number, address: string | undefined, source: RankSource;
+    if (options.size !== undefined) {
+      size = checkInteger('options.size', options.size, 1, 1 << 20);
+      rank = checkInteger('options.rank', options.rank, 0, size - 1);
+      localRank = rank;
+      source = 'options';
+      const port = Number(env.MASTER_PORT ?? DEFAULT_MASTER_PORT);
+      address =
+        options.address ??
+        (env.NCCL_COMM_ID?.trim() ||
+          (size > 1 ? bootstrapAddress(env.MASTER_ADDR?.trim() || '127.0.0.1', port) : undefined));
+    } else {
+      const fromEnv = rankFromEnv(env);
+      ({ rank, size, localRank, source } = fromEnv);
+      address = options.address ?? fromEnv.address;
+    }
+    if (address !== undefined && (typeof address !== 'string' || !/^(\[[^\]]+\]|[^:\s[\]]+):\d+$/.test(address))) {
+      throw rangeError('options.address', 'host:port (or [ipv6]:port)', address);
+    }
+    const count = deviceCount();
+    const device =
+      options.device !== undefined
+        ? checkInteger('options.device', options.device, 0, Math.max(0, count - 1))
+        : count > 0
+          ? localRank % count
+          : 0;
+    requireNccl();
+    // NCCL reads NCCL_COMM_ID inside these two calls (the id, and rank 0's bootstrap root); it is put
+    // back as it was afterwards, so other NCCL users in the process see no change.
+    const saved = process.env.NCCL_COMM_ID;
+    let created: { comm: CommHandle; ready: Promise<void> };
+    try {
+      if (address !== undefined) process.env.NCCL_COMM_ID = address;
+      else delete process.env.NCCL_COMM_ID;
+      created = native.ncclCommInit(size, rank, device, timeoutMs);
+    } catch (e) {
+      throw asNcclError(e);
+    } finally {
+      if (saved === undefined) delete process.env.NCCL_COMM_ID;
+      else process.env.NCCL_COMM_ID = saved;
+    }
+    try {
+      await created.ready;
+    } catch (e) {
+      native.ncclCommClose(created.comm, false);
+      const err = asNcclError(e);
+      if (err instanceof NcclError) {
+        err.message = `rank ${rank} of ${size}${address ? ` (bootstrap at ${address})` : ''}: ${err.message}`;
+      }
+      throw err;
+    }
+    return new Communicator(created.comm, rank, size, device, timeoutMs, address, source);
+  }
+
+  /** @internal The native handle; throws if the communicator was destroyed or is busy. */
+  handle(what = 'the communicator'): CommHandle {
+    if (this.#handle === null)
+      throw new NcclError(`${what}: the communicator has been destroyed`, 'ncclCommDestroyed', what);
+    if (this.#busy !== null) {
+      throw new NcclError(
+        `${what}: the communicator is busy with ${this.#busy}; await it first`,
+        'ncclInvalidUsage',
+        what,
+      );
+    }
+    return this.#handle;
+  }
+
+  /** @internal Marks the communicator busy with a long run (no other calls until it ends). */
+  async exclusive<T>(what: string, run: (handle: CommHandle) => Promise<T>): Promise<T> {
+    const h = this.handle(what);
+    this.#busy = what;
+    try {
+      return await run(h);
+    } finally {
+      this.#busy = null;
+    }
+  }
+
+  /** True once {@link Communicator.destroy} or {@link Communicator.abort} has been called. */
+  get destroyed(): boolean {
+    return this.#handle === null;
+  }
+
+  /**
+   * Why the communicator can no longer be used (a dead peer, a timeout, an abort), or null while it
+   * is healthy.
+   */
+  get failure(): NcclError | null {
+    if (this.#handle === null)
+      return new NcclError('the communicator has been destroyed', 'ncclCommDestroyed', 'communicator');
+    const s = native.ncclCommState(this.#handle);
+    return s.code ? new NcclError(s.reason ?? s.code, s.code, 'communicator') : null;
+  }
+
+  /** @internal Throws the communicator's failure, if any. */
+  check(): void {
+    const f = this.failure;
+    if (f) throw f;
+  }
+
+  /** @internal Blocks until every queued operation is done (for synchronous callers); throws on failure. */
+  waitSync(): void {
+    try {
+      native.ncclCommWait(this.handle());
+    } catch (e) {
+      throw asNcclError(e);
+    }
+  }
+
+  #checkArray<D extends Dtype>(name: string, arr: DeviceArray<D>, dtype?: D): DeviceArray<D> {
+    checkArray(name, arr, dtype);
+    if (arr.device !== this.device) {
+      throw rangeError(name, `on the communicator's device ${this.device}`, `device ${arr.device}`);
+    }
+    return arr;
+  }
+
+  #range(name: string, arr: DeviceArray, range: ArrayRange | undefined): [number, number] {
+    if (range !== undefined && (typeof range !== 'object' || range === null)) {
+      throw typeError(`${name} options`, 'an object', range);
+    }
+    const offset = checkInteger(`${name}.offset`, range?.offset ?? 0, 0, arr.length);
+    const count = checkInteger(`${name}.count`, range?.count ?? arr.length - offset, 0, arr.length - offset);
+    return [offset, count];
+  }
+
+  #op(op: unknown): number {
+    const i = collectiveOps.indexOf(op as CollectiveOp);
+    if (i < 0) throw rangeError('op', `one of ${collectiveOps.join(', ')}`, op);
+    return i;
+  }
+
+  #rank(name: string, value: unknown): number {
+    return checkInteger(name, value, 0, this.size - 1);
+  }
+
+  // Queues one operation; the promise resolves to `result` once the GPU has done it.
+  #queue<T>(
+    what: string,
+    kind: (typeof KIND)[keyof typeof KIND],
+    send: DeviceArray | null,
+    sendOffset: number,
+    recv: DeviceArray | null,
+    recvOffset: number,
+    count: number,
+    op: number,
+    peer: number,
+    result: T,
+    peer2 = peer,
+  ): Promise<T> {
+    const h = this.handle(what);
+    // Nothing to move: every rank with the same (zero) length skips it alike.
+    if (count === 0) return Promise.resolve(result);
+    let p: Promise<void>;
+    try {
+      p = native.ncclCollective(
+        h,
+        kind,
+        send ? send.handle('send') : null,
+        sendOffset,
+        recv ? recv.handle('recv') : null,
+        recvOffset,
+        count,
+        op,
+        peer,
+        peer2,
+      );
+    } catch (e) {
+      throw asNcclError(e);
+    }
+    // The arrays stay referenced until the operation is done (the closure holds them), and so does
+    // this communicator.
+    const keep: (DeviceArray | null)[] = [send, recv];
+    const done = p.then(
+      () => {
+        this.#pending.delete(done);
+        keep.length = 0;
+        return result;
+      },
+      (e: unknown) => {
+        this.#pending.delete(done);
+        throw asNcclError(e);
+      },
+    );
+    this.#pending.add(done);
+    return done;
+  }
+
+  /**
+   * Reduces `arr` element-wise over the ranks with `op` into `options.out` (same dtype and length,
+   * this device; default `arr` itself, in place). `avg` is the sum divided by the size (integer
+   * division, truncating, for int32 and uint32); integer sums and products wrap around. Resolves to
+   * the output array.
+   */
+  allReduce<D extends Dtype>(
+    arr: DeviceArray<D>,
+    op: CollectiveOp = 'sum',
+    options: { out?: DeviceArray<D> } = {},
+  ): Promise<DeviceArray<D>> {
+    this.#checkArray('arr', arr);
+    const code = this.#op(op);
+    const out = options.out === undefined ? arr : this.#checkArray('options.out', options.out, arr.dtype);
+    if (out.length !== arr.length)
+      throw rangeError('options.out', `${arr.length} elements long`, `${out.length} elements`);
+    return this.#queue('allReduce', KIND.allReduce, arr, 0, out, 0, arr.length, code, 0, out);
+  }
+
+  /**
+   * Copies `arr` (or `count` elements from `offset`) from rank `root` to every other rank, in place.
+   * Resolves to `arr`.
+   */
+  broadcast<D extends Dtype>(arr: DeviceArray<D>, root = 0, range?: ArrayRange): Promise<DeviceArray<D>> {
+    this.#checkArray('arr', arr);
+    const r = this.#rank('root', root);
+    const [offset, count] = this.#range('range', arr, range);
+    return this.#queue('broadcast', KIND.broadcast, arr, offset, arr, offset, count, 0, r, arr);
+  }
+
+  /**
+   * Concatenates every rank's `arr` in rank order into a new array of size × length elements (or
+   * `options.out`, which must be that long). Resolves to the output array.
+   */
+  allGather<D extends Dtype>(arr: DeviceArray<D>, options: { out?: DeviceArray<D> } = {}): Promise<DeviceArray<D>> {
+    this.#checkArray('arr', arr);
+    const total = arr.length * this.size;
+    let out = options.out;
+    if (out !== undefined) {
+      this.#checkArray('options.out', out, arr.dtype);
+      if (out.length !== total)
+        throw rangeError('options.out', `size × ${arr.length} = ${total} elements long`, `${out.length} elements`);
+      if (out === arr) throw new RangeError('options.out must not be arr');
+    }
+    const owned = out === undefined;
+    out ??= empty(arr.dtype, total, { device: this.device });
+    try {
+      return this.#queue('allGather', KIND.allGather, arr, 0, out, 0, arr.length, 0, 0, out);
+    } catch (e) {
+      if (owned) out.free();
+      throw e;
+    }
+  }
+
+  /**
+   * Reduces `arr` (size × m elements) over the ranks with `op` and leaves block `rank` of the result
+   * (m elements) on each rank, in a new array (or `options.out`). Resolves to the output array.
+   */
+  reduceScatter<D extends Dtype>(
+    arr: DeviceArray<D>,
+    op: CollectiveOp = 'sum',
+    options: { out?: DeviceArray<D> } = {},
+  ): Promise<DeviceArray<D>> {
+    this.#checkArray('arr', arr);
+    const code = this.#op(op);
+    if (arr.length % this.size !== 0) {
+      throw rangeError('arr', `a multiple of the size (${this.size}) long`, `${arr.length} elements`);
+    }
+    const m = arr.length / this.size;
+    let out = options.out;
+    if (out !== undefined) {
+      this.#checkArray('options.out', out, arr.dtype);
+      if (out.length !== m)
+        throw rangeError('options.out', `length / size = ${m} elements long`, `${out.length} elements`);
+      if (out === arr) throw new RangeError('options.out must not be arr');
+    }
+    const owned = out === undefined;
+    out ??= empty(arr.dtype, m, { device: this.device });
+    try {
+      return this.#queue('reduceScatter', KIND.reduceScatter, arr, 0, out, 0, m, code, 0, out);
+    } catch (e) {
+      if (owned) out.free();
+      throw e;
+    }
+  }
+
+  /** Sends `arr` (or a range of it) to rank `peer`, which must `recv` as many elements of the same dtype. */
+  send<D extends Dtype>(arr: DeviceArray<D>, peer: number, range?: ArrayRange): Promise<void> {
+    this.#checkArray('arr', arr);
+    const p = this.#rank('peer', peer);
+    if (p === this.rank) throw rangeError('peer', 'another rank', peer);
+    const [offset, count] = this.#range('range', arr, range);
+    return this.#queue('send', KIND.send, arr, offset, null, 0, count, 0, p, undefined);
+  }
+
+  /** Receives into `arr` (or a range of it) what rank `peer` sends. Resolves to `arr`. */
+  recv<D extends Dtype>(arr: DeviceArray<D>, peer: number, range?: ArrayRange): Promise<DeviceArray<D>> {
+    this.#checkArray('arr', arr);
+    const p = this.#rank('peer', peer);
+    if (p === this.rank) throw rangeError('peer', 'another rank', peer);
+    const [offset, count] = this.#range('range', arr, range);
+    return this.#queue('recv', KIND.recv, null, 0, arr, offset, count, 0, p, arr);
+  }
+
+  /**
+   * Sends `sendArr` to rank `dest` and receives into `recvArr` from rank `source` at once (one NCCL
+   * group, so a ring where every rank sends to the next and receives from the previous cannot
+   * deadlock, as separate `send` and `recv` calls would). Both arrays have the same dtype and the
+   * ranges the same count. Resolves to `recvArr`.
+   */
+  sendRecv<D extends Dtype>(
+    sendArr: DeviceArray<D>,
+    dest: number,
+    recvArr: DeviceArray<D>,
+    source: number,
+    ranges: { send?: ArrayRange; recv?: ArrayRange } = {},
+  ): Promise<DeviceArray<D>> {
+    this.#checkArray('sendArr', sendArr);
+    this.#checkArray('recvArr', recvArr, sendArr.dtype);
+    const d = this.#rank('dest', dest);
+    const s = this.#rank('source', source);
+    if (d === this.rank) throw rangeError('dest', 'another rank', dest);
+    if (s === this.rank) throw rangeError('source', 'another rank', source);
+    const [sendOffset, count] = this.#range('ranges.send', sendArr, ranges.send);
+    const [recvOffset, recvCount] = this.#range('ranges.recv', recvArr, ranges.recv ?? { count });
+    if (recvCount !== count) throw rangeError('ranges.recv.count', `the send count ${count}`, recvCount);
+    return this.#queue('sendRecv', KIND.sendRecv, sendArr, sendOffset, recvArr, recvOffset, count, 0, d, recvArr, s);
+  }
+
+  /** Resolves when every rank has reached its barrier (an all-reduce of one element). */
+  async barrier(): Promise<void> {
+    this.#scratch ??= empty('int32', 1, { device: this.device });
+    await this.allReduce(this.#scratch, 'max');
+  }
+
+  /**
+   * Resolves when every operation queued so far is done; rejects with the communicator's failure if
+   * it failed.
+   */
+  async synchronize(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
+    this.check();
+  }
+
+  /**
+   * Waits for the queued operations (at most `timeoutMs`), then releases the communicator in step
+   * with the other ranks (ncclCommFinalize, ncclCommDestroy); aborts it instead when that fails.
+   * Idempotent; every later call throws.
+   */
+  destroy(): void {
+    if (this.#handle === null) return;
+    const h = this.#handle;
+    this.#handle = null;
+    this.#scratch?.free();
+    this.#scratch = null;
+    native.ncclCommClose(h, true);
+  }
+
+  /**
+   * Aborts the communicator now (ncclCommAbort): pending operations reject with `ncclAborted` and
+   * NCCL's kernels return. For giving up on a job whose peers are gone. Idempotent.
+   */
+  abort(): void {
+    if (this.#handle === null) return;
+    const h = this.#handle;
+    this.#handle = null;
+    this.#scratch?.free();
+    this.#scratch = null;
+    native.ncclCommClose(h, false);
+  }
+
+  /** Destroys the communicator at the end of a `using` block. */
+  [Symbol.dispose](): void {
+    this.destroy();
+  }
+
+  toString(): string {
+    return `Communicator rank ${this.rank} of ${this.size} on device ${this.device}${this.destroyed ? ' (destroyed)' : ''}`;
+  }
+}

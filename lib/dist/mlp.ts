@@ -1,0 +1,53 @@
+// Data-parallel training of the Mlp: the checks and the start of Mlp.train with a communicator (the
+// per-batch gradient sums are queued by the native training loop itself).
+import { type DeviceArray, empty, upload } from '../array';
+import { typeError, rangeError } from '../errors';
+import { Communicator } from './communicator';
+
+const ignore = () => {};
+
+/** @internal The communicator of `Mlp.train`, checked: live, and on the network's device. */
+export function dataParallelHandle(comm: unknown, device: number): Communicator {
+  if (!(comm instanceof Communicator)) throw typeError('options.comm', 'a Communicator', comm);
+  comm.handle('Mlp.train');
+  if (comm.device !== device) {
+    throw rangeError('options.comm', `on the network's device ${device}`, `a communicator on device ${comm.device}`);
+  }
+  return comm;
+}
+
+/**
+ * @internal Before the first epoch: every rank checks that all agree on the parameter count and the
+ * number of batches per epoch (a mismatch would pair one rank's gradient sum with another's error sum,
+ * or leave a rank waiting), then rank 0's weights and momentum are broadcast so that every rank starts
+ * from the same network. Blocks until the check is done (the broadcasts are queued before training).
+ */
+export function dataParallelStart(
+  comm: Communicator,
+  params: DeviceArray<'float32'>,
+  momentum: DeviceArray<'float32'>,
+  patterns: number,
+  batch: number,
+): void {
+  const batches = Math.ceil(patterns / batch);
+  using mine = upload(Int32Array.of(params.length, batches), { device: comm.device });
+  using all = empty('int32', 2 * comm.size, { device: comm.device });
+  // Failures surface through waitSync (and later calls); the promises must not go unhandled.
+  comm.allGather(mine, { out: all }).catch(ignore);
+  comm.waitSync();
+  const got = all.toHostSync();
+  const disagree: string[] = [];
+  for (let r = 0; r < comm.size; r++) {
+    if (got[2 * r] !== params.length || got[2 * r + 1] !== batches) {
+      disagree.push(`rank ${r}: ${got[2 * r]} parameters, ${got[2 * r + 1]} batches`);
+    }
+  }
+  if (disagree.length > 0) {
+    throw new RangeError(
+      `Mlp.train with comm: the ranks must agree on the network and on the batches per epoch ` +
+        `(rank ${comm.rank}: ${params.length} parameters, ${batches} batches; ${disagree.join('; ')})`,
+    );
+  }
+  comm.broadcast(params, 0).catch(ignore);
+  comm.broadcast(momentum, 0).catch(ignore);
+}

@@ -1,0 +1,538 @@
+// N-API glue for NCCL communicators: unwrap, check, call, wrap. Operations return promises that the
+// communicator's watchdog settles (through a thread-safe function) when their events complete or the
+// communicator fails.
+#include "dist/binding.h"
+
+#include <napi.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "apsp/apsp.h"
+#include "core/args.h"
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/device_restore.h"
+#include "core/errors.h"
+#include "dist/apsp.h"
+#include "dist/nccl.h"
+
+namespace ck {
+namespace dist {
+
+namespace {
+
+// Tells our communicator handles from any other External.
+const napi_type_tag kCommTag = {0x6375646b6e63636cULL, 0x2e636f6d6d303031ULL};
+
+// The promises of one communicator's operations, by operation id (JS thread only). Owned by the
+// thread-safe function, deleted by its finalizer once every queued outcome has been delivered.
+struct JsState;
+void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome);
+using Tsfn = Napi::TypedThreadSafeFunction<JsState, Outcome, deliver>;
+
+struct JsState {
+  Tsfn tsfn;
+  std::unordered_map<uint64_t, Napi::Promise::Deferred> deferred;
+  bool referenced = false;
+  bool open = true;
+
+  // Pending promises keep the event loop alive, as a pending fs call would; none, and the process
+  // may exit with the communicator idle.
+  void updateRef(Napi::Env env) {
+    if (!open) return;
+    const bool want = !deferred.empty();
+    if (want == referenced) return;
+    if (want)
+      tsfn.Ref(env);
+    else
+      tsfn.Unref(env);
+    referenced = want;
+  }
+};
+
+void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome) {
+  std::unique_ptr<Outcome> o(outcome);
+  if (env == nullptr || state == nullptr) return;  // torn down with outcomes still queued
+  auto it = state->deferred.find(o->id);
+  if (it == state->deferred.end()) return;
+  Napi::Promise::Deferred d = it->second;
+  state->deferred.erase(it);
+  try {
+    if (o->ok)
+      d.Resolve(env.Undefined());
+    else
+      d.Reject(makeJsError(env, CudaFailure(o->code, "nccl", o->message)).Value());
+  } catch (const Napi::Error&) {
+    // The environment is going away: nobody is left to tell.
+  }
+  state->updateRef(env);
+}
+
+// Posts outcomes from any thread until closed.
+struct Notifier {
+  std::mutex mutex;
+  bool open = true;
+  Tsfn tsfn;
+
+  void post(const Outcome& o) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!open) return;
+    auto* copy = new Outcome(o);
+    if (tsfn.NonBlockingCall(copy) != napi_ok) delete copy;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!open) return;
+    open = false;
+    tsfn.Release();  // outcomes already queued are still delivered, then the state is deleted
+  }
+};
+
+struct JsComm {
+  std::shared_ptr<Comm> comm;
+  std::shared_ptr<Notifier> notifier;
+  JsState* state = nullptr;
+  napi_env env = nullptr;
+  bool closed = false;
+  bool hooked = false;
+};
+
+// Destroys (gracefully) or aborts the communicator and lets the remaining outcomes be delivered.
+void closeComm(JsComm& j, bool graceful) {
+  if (j.closed) return;
+  j.closed = true;
+  if (graceful)
+    j.comm->destroy();
+  else
+    j.comm->abort();
+  j.state->open = false;
+  j.notifier->close();
+}
+
+void cleanupHook(void* arg) {
+  auto* j = static_cast<JsComm*>(arg);
+  j->hooked = false;
+  closeComm(*j, false);
+}
+
+JsComm& unwrapJs(Napi::Value value, const char* name) {
+  Napi::Env env = value.Env();
+  if (!value.IsExternal() || !value.As<Napi::External<JsComm>>().CheckTypeTag(&kCommTag))
+    throw Napi::TypeError::New(env, std::string(name) + " must be a communicator handle");
+  return *value.As<Napi::External<JsComm>>().Data();
+}
+
+JsComm& liveComm(Napi::Value value, const char* name) {
+  JsComm& j = unwrapJs(value, name);
+  if (j.closed) throw Napi::Error::New(value.Env(), std::string(name) + " has been destroyed");
+  return j;
+}
+
+// ncclInfo() -> { available, path?, version?, code?, reason? } without throwing.
+Napi::Value ncclInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto o = Napi::Object::New(env);
+  try {
+    const nccl::Api& a = nccl::api();
+    o.Set("available", true);
+    o.Set("path", a.path);
+    o.Set("version", nccl::versionString(a.version));
+  } catch (const CudaFailure& f) {
+    o.Set("available", false);
+    o.Set("code", f.code());
+    o.Set("reason", f.what());
+  }
+  return o;
+}
+
+// ncclCommInit(size, rank, device, timeoutMs) -> { comm, ready: Promise<void> }. The unique id comes
+// from ncclGetUniqueId, which derives it from NCCL_COMM_ID when that is set (the caller sets it).
+Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int size = intArg(info, 0, "size");
+  const int rank = intArg(info, 1, "rank");
+  const int device = intArg(info, 2, "device");
+  const int64_t timeoutMs = countArg(info, 3, "timeoutMs");
+  if (size < 1) throw Napi::RangeError::New(env, "size must be at least 1");
+  if (rank < 0 || rank >= size) throw Napi::RangeError::New(env, "rank must be in [0, size)");
+  if (timeoutMs < 1) throw Napi::RangeError::New(env, "timeoutMs must be at least 1");
+  return guard(env, [&]() -> Napi::Value {
+    const nccl::Api& a = nccl::api();
+    useDevice(device);
+    nccl::UniqueId id{};
+    const nccl::Result r = a.getUniqueId(&id);
+    if (r != nccl::kSuccess)
+      throw CudaFailure(nccl::resultName(r), "ncclGetUniqueId",
+                        std::string("NCCL could not make the bootstrap id: ") + a.getErrorString(r) +
+                            " (NCCL_COMM_ID must be <host>:<port> or [<ipv6>]:<port>)");
+    auto* state = new JsState();
+    state->tsfn =
+        Tsfn::New(env, "cuda-kernels.nccl", 0, 1, state, [](Napi::Env, void*, JsState* s) { delete s; });
+    state->tsfn.Unref(env);
+    auto notifier = std::make_shared<Notifier>();
+    notifier->tsfn = state->tsfn;
+    std::shared_ptr<Comm> comm;
+    try {
+      comm = Comm::create(id, size, rank, device, timeoutMs,
+                          [notifier](const Outcome& o) { notifier->post(o); });
+    } catch (...) {
+      notifier->close();
+      throw;
+    }
+    auto* j = new JsComm{comm, notifier, state, env, false, false};
+    auto handle = Napi::External<JsComm>::New(env, j, [](Napi::Env e, JsComm* p) {
+      if (p->hooked) napi_remove_env_cleanup_hook(e, cleanupHook, p);
+      closeComm(*p, false);  // the safety net for a communicator never destroyed
+      delete p;
+    });
+    handle.TypeTag(&kCommTag);
+    if (napi_add_env_cleanup_hook(env, cleanupHook, j) == napi_ok) j->hooked = true;
+    auto ready = Napi::Promise::Deferred::New(env);
+    state->deferred.emplace(0, ready);
+    state->updateRef(env);
+    auto out = Napi::Object::New(env);
+    out.Set("comm", handle);
+    out.Set("ready", ready.Promise());
+    return out;
+  });
+}
+
+nccl::DataType ncclType(Dtype d) {
+  switch (d) {
+    case Dtype::Float32: return nccl::kFloat32;
+    case Dtype::Float64: return nccl::kFloat64;
+    case Dtype::Int32: return nccl::kInt32;
+    case Dtype::Uint32: return nccl::kUint32;
+  }
+  return nccl::kFloat32;
+}
+
+enum Kind : int {
+  kAllReduce = 0,
+  kBroadcast = 1,
+  kAllGather = 2,
+  kReduceScatter = 3,
+  kSend = 4,
+  kRecv = 5,
+  kSendRecv = 6,
+};
+constexpr const char* kKindNames[] = {"allReduce", "broadcast", "allGather", "reduceScatter",
+                                      "send",      "recv",      "sendRecv"};
+// Operations one communicator may have pending before a new one waits for the oldest.
+constexpr size_t kMaxInFlight = 64;
+
+// Elements [offset, offset + count) of `b`, after checking they lie inside it (overflow-safe).
+char* range(Napi::Env env, const DeviceBuffer& b, int64_t offset, uint64_t count, const char* name) {
+  const uint64_t len = b.length, off = static_cast<uint64_t>(offset);
+  if (off > len || count > len - off)
+    throw Napi::RangeError::New(env, std::string(name) + ": offset + count exceeds its length");
+  return static_cast<char*>(b.ptr) + off * dtypeSize(b.dtype);
+}
+
+// ncclCollective(comm, kind, send | null, sendOffset, recv | null, recvOffset, count, op, peer, peer2)
+//   -> Promise<void>. count is per rank: allGather receives count·size, reduceScatter sends count·size.
+//   sendRecv sends to `peer` and receives from `peer2` in one NCCL group (both progress together, so a
+//   ring of them cannot deadlock).
+Napi::Value ncclCollective(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  JsComm& j = liveComm(info[0], "comm");
+  const int kind = intArg(info, 1, "kind");
+  if (kind < kAllReduce || kind > kSendRecv) throw Napi::RangeError::New(env, "kind out of range");
+  const bool needSend = kind != kRecv, needRecv = kind != kSend;
+  DeviceBuffer* send = needSend ? &unwrapBuffer(info[2], "send") : nullptr;
+  const int64_t sendOffset = countArg(info, 3, "sendOffset");
+  DeviceBuffer* recv = needRecv ? &unwrapBuffer(info[4], "recv") : nullptr;
+  const int64_t recvOffset = countArg(info, 5, "recvOffset");
+  const uint64_t count = static_cast<uint64_t>(countArg(info, 6, "count"));
+  const int op = intArg(info, 7, "op");
+  const int peer = intArg(info, 8, "peer");
+  const int peer2 = kind == kSendRecv ? intArg(info, 9, "peer2") : peer;
+  Comm& c = *j.comm;
+  if (op < nccl::kSum || op > nccl::kAvg) throw Napi::RangeError::New(env, "op out of range");
+  const bool p2p = kind == kSend || kind == kRecv || kind == kSendRecv;
+  if ((kind == kBroadcast || p2p) && (peer < 0 || peer >= c.size() || peer2 < 0 || peer2 >= c.size()))
+    throw Napi::RangeError::New(env, "peer (or root) must be a rank of the communicator");
+  if (p2p && (peer == c.rank() || peer2 == c.rank()))
+    throw Napi::RangeError::New(env, "peer must be another rank (a rank cannot send to itself)");
+  if (send && recv && send->dtype != recv->dtype)
+    throw Napi::TypeError::New(env, "send and receive arrays must have the same dtype");
+  for (DeviceBuffer* b : {send, recv})
+    if (b && b->device != c.device())
+      throw Napi::RangeError::New(
+          env, "arrays must be on the communicator's device " + std::to_string(c.device()));
+  const uint64_t size = static_cast<uint64_t>(c.size());
+  if (count > (uint64_t{1} << 62) / size) throw Napi::RangeError::New(env, "count is too large");
+  const void* sp =
+      send ? range(env, *send, sendOffset, kind == kReduceScatter ? count * size : count, "send") : nullptr;
+  void* rp =
+      recv ? range(env, *recv, recvOffset, kind == kAllGather ? count * size : count, "recv") : nullptr;
+  const nccl::DataType type = ncclType((send ? send : recv)->dtype);
+  const nccl::RedOp redOp = static_cast<nccl::RedOp>(op);
+  return guard(env, [&]() -> Napi::Value {
+    const nccl::Api& a = nccl::api();
+    cudaStream_t stream = libraryStream(c.device());
+    const uint64_t id = c.enqueue(kKindNames[kind], stream, true, kMaxInFlight, [&](nccl::Comm raw) {
+      switch (kind) {
+        case kAllReduce: return a.allReduce(sp, rp, count, type, redOp, raw, stream);
+        case kBroadcast: return a.broadcast(sp, rp, count, type, peer, raw, stream);
+        case kAllGather: return a.allGather(sp, rp, count, type, raw, stream);
+        case kReduceScatter: return a.reduceScatter(sp, rp, count, type, redOp, raw, stream);
+        case kSend: return a.send(sp, count, type, peer, raw, stream);
+        case kRecv: return a.recv(rp, count, type, peer, raw, stream);
+        default: {
+          nccl::Result r = a.groupStart();
+          if (r != nccl::kSuccess) return r;
+          const nccl::Result rs = a.send(sp, count, type, peer, raw, stream);
+          const nccl::Result rr = rs == nccl::kSuccess ? a.recv(rp, count, type, peer2, raw, stream) : rs;
+          r = a.groupEnd();  // always closed, also after a failure inside
+          return rr != nccl::kSuccess ? rr : r;
+        }
+      }
+    });
+    auto d = Napi::Promise::Deferred::New(env);
+    j.state->deferred.emplace(id, d);
+    j.state->updateRef(env);
+    return d.Promise();
+  });
+}
+
+// ncclCommWait(comm): blocks until every queued operation is done; throws if the communicator failed.
+Napi::Value ncclCommWait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  JsComm& j = liveComm(info[0], "comm");
+  guard(env, [&] { j.comm->waitAll(); });
+  return env.Undefined();
+}
+
+// ncclCommState(comm) -> { ready, pending, closed, code?, reason? }
+Napi::Value ncclCommState(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  JsComm& j = unwrapJs(info[0], "comm");
+  auto o = Napi::Object::New(env);
+  o.Set("ready", j.comm->ready());
+  o.Set("pending", static_cast<double>(j.comm->pending()));
+  o.Set("closed", j.closed);
+  try {
+    j.comm->throwIfFailed();
+  } catch (const CudaFailure& f) {
+    o.Set("code", f.code());
+    o.Set("reason", f.what());
+  }
+  return o;
+}
+
+// ncclCommDestroy(comm, graceful): destroy (wait, finalize) or abort. Idempotent.
+Napi::Value ncclCommClose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  JsComm& j = unwrapJs(info[0], "comm");
+  const bool graceful = info.Length() > 1 && info[1].ToBoolean().Value();
+  guard(env, [&] { closeComm(j, graceful); });
+  return env.Undefined();
+}
+
+// The distributed APSP on a libuv worker thread, which holds the communicator meanwhile.
+class ApspWorker : public Napi::AsyncProgressQueueWorker<int> {
+ public:
+  ApspWorker(Napi::Env env, JsComm& j, Napi::Value commHandle, DeviceBuffer* in, DeviceBuffer* out,
+             Napi::Value inHandle, Napi::Value outHandle, int64_t n, Napi::Function progress)
+      : Napi::AsyncProgressQueueWorker<int>(env, "cuda-kernels.apspDistributed"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        comm_(j.comm),
+        in_(in ? in->as<const int32_t>() : nullptr),
+        out_(out ? out->as<int32_t>() : nullptr),
+        n_(n) {
+    keep_ = Napi::Persistent(Napi::Array::New(env, 3));
+    keep_.Value().Set(0u, commHandle);
+    if (!inHandle.IsEmpty()) keep_.Value().Set(1u, inHandle);
+    if (!outHandle.IsEmpty()) keep_.Value().Set(2u, outHandle);
+    if (!progress.IsEmpty()) progress_ = Napi::Persistent(progress);
+  }
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  void Execute(const ExecutionProgress& progress) override {
+    DeviceRestore restore;  // a libuv pool thread, shared with other addons
+    comm_->claim();
+    try {
+      apspDistributed(*comm_, in_, out_, n_, [&](int done, int rounds) {
+        const int pair[2] = {done, rounds};
+        progress.Send(pair, 2);
+      });
+    } catch (const CudaFailure& f) {
+      failed_ = true;
+      code_ = f.code();
+      call_ = f.call();
+      message_ = f.what();
+    } catch (const std::exception& e) {
+      failed_ = true;
+      code_ = "cudaErrorUnknown";
+      call_ = "apspDistributed";
+      message_ = e.what();
+    }
+    comm_->release();
+  }
+
+  void OnProgress(const int* data, size_t count) override {
+    if (progress_.IsEmpty() || count < 2) return;
+    try {
+      progress_.Call({Napi::Number::New(Env(), data[0]), Napi::Number::New(Env(), data[1])});
+    } catch (const Napi::Error&) {
+      // A throwing progress callback does not stop the run (the ranks must stay in step).
+    }
+  }
+
+  void OnOK() override {
+    try {
+      if (failed_)
+        deferred_.Reject(makeJsError(Env(), CudaFailure(code_, call_, message_)).Value());
+      else
+        deferred_.Resolve(Env().Undefined());
+    } catch (const Napi::Error&) {
+    }
+  }
+
+  void OnError(const Napi::Error& e) override {
+    try {
+      deferred_.Reject(e.Value());
+    } catch (const Napi::Error&) {
+    }
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<Comm> comm_;
+  const int32_t* in_;
+  int32_t* out_;
+  int64_t n_;
+  Napi::Reference<Napi::Array> keep_;  // the communicator and arrays stay alive until the end
+  Napi::FunctionReference progress_;
+  bool failed_ = false;
+  std::string code_, call_, message_;
+};
+
+// apspDistRun(comm, in | null, out | null, n, progress?) -> Promise<void>: `in` and `out` hold this
+// rank's rows (apspDistBand) × n, int32, on the communicator's device; out may be in.
+Napi::Value apspDistRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  JsComm& j = liveComm(info[0], "comm");
+  const int64_t n = countArg(info, 3, "n");
+  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  Comm& c = *j.comm;
+  int64_t row0 = 0, rows = 0;
+  apspBandRows(n, c.size(), c.rank(), &row0, &rows);
+  DeviceBuffer* bufs[2] = {nullptr, nullptr};
+  const char* names[2] = {"in", "out"};
+  for (int i = 0; i < 2; ++i) {
+    Napi::Value v = info[1 + i];
+    if (v.IsNull() || v.IsUndefined()) {
+      if (rows > 0)
+        throw Napi::TypeError::New(env, std::string(names[i]) + " must be a device buffer handle");
+      continue;
+    }
+    DeviceBuffer& b = unwrapBuffer(v, names[i]);
+    if (b.dtype != Dtype::Int32) throw Napi::TypeError::New(env, std::string(names[i]) + " must be int32");
+    if (b.length != static_cast<uint64_t>(rows) * static_cast<uint64_t>(n))
+      throw Napi::RangeError::New(env, std::string(names[i]) + " must hold this rank's rows × n elements");
+    if (b.device != c.device())
+      throw Napi::RangeError::New(env, std::string(names[i]) + " must be on the communicator's device");
+    bufs[i] = &b;
+  }
+  Napi::Function progress;
+  if (info.Length() > 4 && info[4].IsFunction()) progress = info[4].As<Napi::Function>();
+  return guard(env, [&]() -> Napi::Value {
+    c.throwIfFailed();
+    if (!c.ready())
+      throw CudaFailure("ncclInvalidUsage", "apspDistributed",
+                        "the communicator is not initialised yet: await Communicator.init()");
+    if (!c.reserve())
+      throw CudaFailure("ncclInvalidUsage", "apspDistributed",
+                        "the communicator is busy with another apspDistributed");
+    ApspWorker* w = nullptr;
+    try {
+      w = new ApspWorker(env, j, info[0], bufs[0], bufs[1], bufs[0] ? info[1] : Napi::Value(),
+                         bufs[1] ? info[2] : Napi::Value(), n, progress);
+    } catch (...) {
+      c.release();
+      throw;
+    }
+    Napi::Promise p = w->promise();
+    w->Queue();
+    return p;
+  });
+}
+
+// apspDistBand(n, size, rank) -> [row0, rows]
+Napi::Value apspDistBand(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t n = countArg(info, 0, "n");
+  const int size = intArg(info, 1, "size"), rank = intArg(info, 2, "rank");
+  if (size < 1 || rank < 0 || rank >= size) throw Napi::RangeError::New(env, "rank must be in [0, size)");
+  int64_t row0 = 0, rows = 0;
+  apspBandRows(n, size, rank, &row0, &rows);
+  auto a = Napi::Array::New(env, 2);
+  a.Set(0u, static_cast<double>(row0));
+  a.Set(1u, static_cast<double>(rows));
+  return a;
+}
+
+// apspRandomGraphRows(out, n, row0, rows, density, minWeight, maxWeight, seed): rows row0 … of the
+// graph randomGraph(n, …) makes, into out (rows × n).
+Napi::Value apspRandomGraphRows(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& out = unwrapBuffer(info[0], "out");
+  const int64_t n = countArg(info, 1, "n"), row0 = countArg(info, 2, "row0"),
+                rows = countArg(info, 3, "rows");
+  const double density = numberArg(info, 4, "density");
+  const int minWeight = intArg(info, 5, "minWeight"), maxWeight = intArg(info, 6, "maxWeight");
+  const int64_t seed = countArg(info, 7, "seed");
+  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  if (row0 > n || rows > n - row0) throw Napi::RangeError::New(env, "rows must lie inside the matrix");
+  if (out.dtype != Dtype::Int32 || out.length != static_cast<uint64_t>(rows) * static_cast<uint64_t>(n))
+    throw Napi::RangeError::New(env, "out must be int32 with rows × n elements");
+  if (!(density >= 0 && density <= 1)) throw Napi::RangeError::New(env, "density must be in [0, 1]");
+  if (minWeight < 0 || maxWeight < minWeight || maxWeight >= apsp::kInf)
+    throw Napi::RangeError::New(env, "weights must satisfy 0 <= minWeight <= maxWeight < INF");
+  guard(env, [&] {
+    check(apsp::launchRandomGraphRows(out.as<int32_t>(), n, row0, rows, density, minWeight, maxWeight,
+                                      static_cast<uint64_t>(seed), libraryStream(out.device)),
+          "apsp random graph rows");
+  });
+  return env.Undefined();
+}
+
+}  // namespace
+
+std::shared_ptr<Comm> unwrapComm(Napi::Value value, const char* name, int device) {
+  JsComm& j = liveComm(value, name);
+  if (j.comm->device() != device)
+    throw Napi::RangeError::New(value.Env(), std::string(name) + " is on device " +
+                                                 std::to_string(j.comm->device()) +
+                                                 ", the arrays on device " + std::to_string(device));
+  return j.comm;
+}
+
+void allReduceSum(Comm& comm, void* data, size_t count, Dtype dtype, cudaStream_t stream, const char* what,
+                  size_t maxInFlight) {
+  const nccl::Api& a = nccl::api();
+  const nccl::DataType type = ncclType(dtype);
+  comm.enqueue(what, stream, false, maxInFlight,
+               [&](nccl::Comm raw) { return a.allReduce(data, data, count, type, nccl::kSum, raw, stream); });
+}
+
+}  // namespace dist
+
+void registerDist(Napi::Env env, Napi::Object exports) {
+  exports.Set("ncclInfo", Napi::Function::New(env, dist::ncclInfo, "ncclInfo"));
+  exports.Set("ncclCommInit", Napi::Function::New(env, dist::ncclCommInit, "ncclCommInit"));
+  exports.Set("ncclCollective", Napi::Function::New(env, dist::ncclCollective, "ncclCollective"));
+  exports.Set("ncclCommWait", Napi::Function::New(env, dist::ncclCommWait, "ncclCommWait"));
+  exports.Set("ncclCommState", Napi::Function::New(env, dist::ncclCommState, "ncclCommState"));
+  exports.Set("ncclCommClose", Napi::Function::New(env, dist::ncclCommClose, "ncclCommClose"));
+  exports.Set("apspDistRun", Napi::Function::New(env, dist::apspDistRun, "apspDistRun"));
+  exports.Set("apspDistBand", Napi::Function::New(env, dist::apspDistBand, "apspDistBand"));
+  exports.Set("apspRandomGraphRows",
+              Napi::Function::New(env, dist::apspRandomGraphRows, "apspRandomGraphRows"));
+}
+
+}  // namespace ck

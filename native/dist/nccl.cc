@@ -1,0 +1,127 @@
+#include "dist/nccl.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace ck {
+namespace nccl {
+
+namespace {
+
+struct Loaded {
+  Api api;
+  bool ok = false;
+  std::string code, message;
+};
+
+template <typename F>
+void bindSymbol(void* lib, F& fn, const char* symbol, const std::string& path) {
+  fn = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (fn == nullptr)
+    throw CudaFailure("ncclSymbolNotFound", "dlsym",
+                      "NCCL at " + path + " lacks " + symbol + " (NCCL 2.14 or newer is needed)");
+}
+
+Loaded load() {
+  Loaded r;
+  std::vector<std::string> candidates;
+  const char* named = std::getenv("CUDA_KERNELS_NCCL");
+  const bool explicitFile = named != nullptr && named[0] != '\0';
+  if (explicitFile)
+    candidates.push_back(named);
+  else
+    candidates = {"libnccl.so.2", "libnccl.so"};
+  std::string tried;
+  void* lib = nullptr;
+  for (const auto& path : candidates) {
+    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) {
+      r.api.path = path;
+      break;
+    }
+    const char* e = dlerror();
+    tried += "\n  " + (e ? std::string(e) : path);
+  }
+  if (lib == nullptr) {
+    r.code = "ncclLibraryNotFound";
+    r.message = explicitFile
+                    ? "NCCL could not be loaded from CUDA_KERNELS_NCCL=" + std::string(named) +
+                          ", so the distributed calls (Communicator, apspDistributed, Mlp.train with comm) "
+                          "are unavailable (everything else works). Point CUDA_KERNELS_NCCL at libnccl.so.2, "
+                          "or unset it to search the loader path. Tried:" +
+                          tried
+                    : "NCCL could not be loaded, so the distributed calls (Communicator, apspDistributed, "
+                      "Mlp.train with comm) are unavailable (everything else works). Install NCCL 2.14 or "
+                      "newer for CUDA 13 (the libnccl2 system package, or the nvidia-nccl-cu13 Python wheel "
+                      "with its lib folder on LD_LIBRARY_PATH), or set CUDA_KERNELS_NCCL to the path of "
+                      "libnccl.so.2. Tried:" +
+                          tried;
+    return r;
+  }
+  try {
+    Api& a = r.api;
+    bindSymbol(lib, a.getVersion, "ncclGetVersion", a.path);
+    bindSymbol(lib, a.getUniqueId, "ncclGetUniqueId", a.path);
+    bindSymbol(lib, a.commInitRankConfig, "ncclCommInitRankConfig", a.path);
+    bindSymbol(lib, a.commFinalize, "ncclCommFinalize", a.path);
+    bindSymbol(lib, a.commDestroy, "ncclCommDestroy", a.path);
+    bindSymbol(lib, a.commAbort, "ncclCommAbort", a.path);
+    bindSymbol(lib, a.commGetAsyncError, "ncclCommGetAsyncError", a.path);
+    bindSymbol(lib, a.getErrorString, "ncclGetErrorString", a.path);
+    bindSymbol(lib, a.getLastError, "ncclGetLastError", a.path);
+    bindSymbol(lib, a.allReduce, "ncclAllReduce", a.path);
+    bindSymbol(lib, a.broadcast, "ncclBroadcast", a.path);
+    bindSymbol(lib, a.allGather, "ncclAllGather", a.path);
+    bindSymbol(lib, a.reduceScatter, "ncclReduceScatter", a.path);
+    bindSymbol(lib, a.send, "ncclSend", a.path);
+    bindSymbol(lib, a.recv, "ncclRecv", a.path);
+    bindSymbol(lib, a.groupStart, "ncclGroupStart", a.path);
+    bindSymbol(lib, a.groupEnd, "ncclGroupEnd", a.path);
+    if (a.getVersion(&a.version) != kSuccess) a.version = 0;
+    if (a.version < 21400)
+      throw CudaFailure("ncclVersionTooOld", "ncclGetVersion",
+                        "NCCL at " + a.path + " is version " + versionString(a.version) +
+                            "; non-blocking communicators need 2.14 or newer");
+    r.ok = true;
+  } catch (const CudaFailure& f) {
+    r.code = f.code();
+    r.message = f.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+const Api& api() {
+  static const Loaded l = load();
+  if (!l.ok) throw CudaFailure(l.code, "dlopen(libnccl)", l.message);
+  return l.api;
+}
+
+const char* resultName(Result r) {
+  switch (r) {
+    case kSuccess: return "ncclSuccess";
+    case kUnhandledCudaError: return "ncclUnhandledCudaError";
+    case kSystemError: return "ncclSystemError";
+    case kInternalError: return "ncclInternalError";
+    case kInvalidArgument: return "ncclInvalidArgument";
+    case kInvalidUsage: return "ncclInvalidUsage";
+    case kRemoteError: return "ncclRemoteError";
+    case kInProgress: return "ncclInProgress";
+  }
+  return "ncclUnknownError";
+}
+
+std::string versionString(int code) {
+  // NCCL_VERSION(X, Y, Z): X·1000 + Y·100 + Z up to 2.8, X·10000 + Y·100 + Z after.
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? (code / 100) % 100 : (code / 100) % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+}  // namespace nccl
+}  // namespace ck

@@ -1,0 +1,314 @@
+// Several processes on the GPU through NCCL: each test starts ranks of test/harness/dist-rank.ts
+// (under `cuda-kernels launch`, under mpirun, or directly) and reads their `CK-RESULT` lines. With
+// fewer GPUs than ranks, the ranks share GPUs (each its own NCCL_HOSTID, so NCCL joins them over its
+// socket transport): every behaviour is checked, no speed is measured. Skipped without a GPU or NCCL.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import * as ck from '../lib';
+import { hostGraph } from './harness/families';
+import { report } from './harness/report';
+import { describeGpu, gpuCount } from './helpers/gpu';
+
+const root = path.join(__dirname, '..');
+const register = path.join(root, 'test', 'harness', 'ts-register.js');
+const rankScript = path.join(root, 'test', 'harness', 'dist-rank.ts');
+const nccl = ck.ncclInfo();
+
+/** A GPU suite that also needs NCCL: skipped, saying why, without it. */
+function describeNccl(name: string, fn: () => void): void {
+  if (gpuCount > 0 && !nccl.available) {
+    const skipped = describe.skip;
+    skipped(`${name} [skipped: no NCCL — ${nccl.reason?.split('. ')[0]}]`, fn);
+  } else {
+    describeGpu(name, fn);
+  }
+}
+
+const port = () => String(20000 + Math.floor(Math.random() * 20000));
+
+function baseEnv(ranks: number, extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -r ${register}`.trim(),
+    NCCL_NVLS_ENABLE: process.env.NCCL_NVLS_ENABLE ?? '0',
+    ...extra,
+  };
+  if (ranks > gpuCount) env.CK_HOSTID_PER_RANK = '1';
+  // The parent's own variables must not leak into the ranks' conventions.
+  for (const k of ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'NCCL_COMM_ID']) if (!(k in extra)) delete env[k];
+  return env;
+}
+
+interface RankResult {
+  mode: string;
+  checks: number;
+  failures: string[];
+  seconds: number;
+  [k: string]: unknown;
+}
+
+function results(stdout: string): RankResult[] {
+  return stdout
+    .split('\n')
+    .map((l) => /CK-RESULT (\{.*\})\s*$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => JSON.parse(m[1]) as RankResult);
+}
+
+function expectAllPassed(
+  label: string,
+  r: { status: number | null; stdout: string; stderr: string },
+  ranks: number,
+): RankResult[] {
+  const res = results(r.stdout);
+  const detail = `${label}: exit ${r.status}\n--- stdout\n${r.stdout.slice(-20000)}\n--- stderr\n${r.stderr.slice(-20000)}`;
+  if (res.length !== ranks || r.status !== 0 || res.some((x) => x.failures.length > 0)) throw new Error(detail);
+  const checks = res.reduce((s, x) => s + x.checks, 0);
+  report(`${label}: ${ranks} ranks, ${checks} checks passed in ${Math.max(...res.map((x) => x.seconds)).toFixed(1)} s`);
+  return res;
+}
+
+function viaLaunch(ranks: number, args: string[], extra: Record<string, string> = {}, timeout = 280_000) {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-r',
+      register,
+      path.join(root, 'lib', 'cli', 'main.ts'),
+      'launch',
+      '--nproc-per-node',
+      String(ranks),
+      '--master-port',
+      port(),
+      rankScript,
+      ...args,
+    ],
+    { cwd: root, encoding: 'utf8', timeout, maxBuffer: 1 << 26, env: baseEnv(ranks, extra) },
+  );
+  return {
+    status: r.status,
+    stdout: r.stdout ?? '',
+    stderr: `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`,
+  };
+}
+
+const mpirun = spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status === 0;
+
+function viaMpirun(ranks: number, args: string[], extra: Record<string, string> = {}, timeout = 280_000) {
+  const env = baseEnv(ranks, {
+    MASTER_PORT: port(),
+    OMPI_ALLOW_RUN_AS_ROOT: '1',
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1',
+    ...extra,
+  });
+  const pass = ['NODE_OPTIONS', 'NCCL_NVLS_ENABLE', 'MASTER_PORT', 'CK_HOSTID_PER_RANK', ...Object.keys(extra)].filter(
+    (k) => env[k] !== undefined,
+  );
+  const r = spawnSync(
+    'mpirun',
+    ['--oversubscribe', '-np', String(ranks), ...pass.flatMap((k) => ['-x', k]), process.execPath, rankScript, ...args],
+    { cwd: root, encoding: 'utf8', timeout, maxBuffer: 1 << 26, env },
+  );
+  return {
+    status: r.status,
+    stdout: r.stdout ?? '',
+    stderr: `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`,
+  };
+}
+
+// APSP sizes: 1 and odd sizes up to 1300 (one tile row, partial tiles, more tile rows than ranks);
+// CK_DIST_BIG_N is the size compared with single-GPU `fast` (16384 by default).
+const APSP_SIZES = '1,7,17,33,127,129,257,301,513,1000,1300';
+const BIG_N = process.env.CK_DIST_BIG_N ?? '16384';
+const SOCKET = { NCCL_P2P_DISABLE: '1', NCCL_SHM_DISABLE: '1' };
+
+describeNccl('NCCL communicators across processes', () => {
+  test('2 ranks under the launcher: every collective × dtype × op against the CPU', () => {
+    expectAllPassed('collectives, launch, 2 ranks', viaLaunch(2, ['collectives']), 2);
+  }, 300_000);
+
+  test('4 ranks under the launcher: every collective × dtype × op against the CPU', () => {
+    expectAllPassed('collectives, launch, 4 ranks', viaLaunch(4, ['collectives']), 4);
+  }, 300_000);
+
+  (mpirun ? test : test.skip)(
+    '2 ranks under mpirun (Open MPI variables): every collective × dtype × op',
+    () => {
+      const res = expectAllPassed('collectives, mpirun, 2 ranks', viaMpirun(2, ['collectives']), 2);
+      expect(res.map((r) => r.rank).sort()).toEqual([0, 1]);
+    },
+    300_000,
+  );
+
+  test('NCCL forced onto its socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1): every collective', () => {
+    expectAllPassed('collectives, launch, 2 ranks, socket transport', viaLaunch(2, ['collectives'], SOCKET), 2);
+  }, 300_000);
+
+  test('a rank whose peer never arrives fails init within timeoutMs (ncclTimeout), and exits', () => {
+    const t0 = Date.now();
+    const r = spawnSync(process.execPath, [rankScript, 'lonely'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: baseEnv(1, {
+        RANK: '0',
+        WORLD_SIZE: '2',
+        LOCAL_RANK: '0',
+        MASTER_ADDR: '127.0.0.1',
+        MASTER_PORT: port(),
+        CK_TIMEOUT_MS: '3000',
+      }),
+    });
+    const [res] = expectAllPassed('init without the peer', { status: r.status, stdout: r.stdout, stderr: r.stderr }, 1);
+    expect(res.ms as number).toBeGreaterThanOrEqual(2900);
+    expect(res.ms as number).toBeLessThan(3000 + 10_000);
+    expect(Date.now() - t0).toBeLessThan(40_000);
+  }, 60_000);
+
+  test('a rank killed (SIGKILL) mid-collective: the other gets an NcclError within timeoutMs and exits by itself', async () => {
+    const timeoutMs = 5000;
+    const p = port();
+    const start = (rank: number): ChildProcess =>
+      spawn(process.execPath, [rankScript, 'kill'], {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: baseEnv(2, {
+          RANK: String(rank),
+          WORLD_SIZE: '2',
+          LOCAL_RANK: String(rank),
+          LOCAL_WORLD_SIZE: '2',
+          MASTER_ADDR: '127.0.0.1',
+          MASTER_PORT: p,
+          CK_TIMEOUT_MS: String(timeoutMs),
+        }),
+      });
+    const procs = [start(0), start(1)];
+    const out = ['', ''];
+    const err = ['', ''];
+    const ended = procs.map(
+      (c, i) =>
+        new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => {
+          c.stdout?.on('data', (d: Buffer) => (out[i] += d.toString()));
+          c.stderr?.on('data', (d: Buffer) => (err[i] += d.toString()));
+          c.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
+        }),
+    );
+    const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), 150_000);
+    const [e0, e1] = await Promise.all(ended);
+    clearTimeout(guard);
+    const detail = `rank 0 stdout:\n${out[0]}\nstderr:\n${err[0]}\nrank 1 stdout:\n${out[1]}\nstderr:\n${err[1]}`;
+    if (e1.signal !== 'SIGKILL') throw new Error(`rank 1 was not killed: ${JSON.stringify(e1)}\n${detail}`);
+    const errorAt = Number(/error at (\d+)/.exec(out[0])?.[1]);
+    const [res] = results(out[0]);
+    if (!res || res.failures.length > 0 || e0.code !== 0) throw new Error(`rank 0: ${JSON.stringify(e0)}\n${detail}`);
+    const detect = errorAt - e1.at;
+    const exitAfter = e0.at - e1.at;
+    report(
+      `rank killed mid-allReduce: the other rank's NcclError (${res.code}) ${detect} ms after the death (timeoutMs ${timeoutMs}); it exited by itself ${exitAfter} ms after`,
+    );
+    expect(detect).toBeLessThan(timeoutMs + 5000);
+    expect(exitAfter).toBeLessThan(timeoutMs + 30_000);
+  }, 180_000);
+});
+
+describeNccl('distributed APSP across processes', () => {
+  test(`2 ranks: equal to cpu.apsp for n = ${APSP_SIZES} (every input and output kind), and to single-GPU fast at n = ${BIG_N}`, () => {
+    const res = expectAllPassed(
+      `apsp, launch, 2 ranks, n = ${APSP_SIZES} and ${BIG_N}`,
+      viaLaunch(2, ['apsp', APSP_SIZES, BIG_N], {}, 590_000),
+      2,
+    );
+    report(
+      `apsp n = ${BIG_N} on 2 ranks sharing ${gpuCount} GPU(s): ${Math.max(...res.map((r) => r.bigSeconds as number)).toFixed(1)} s (no speed figure)`,
+    );
+  }, 600_000);
+
+  test('4 ranks: equal to cpu.apsp (more ranks than tile rows for the small sizes)', () => {
+    expectAllPassed('apsp, launch, 4 ranks', viaLaunch(4, ['apsp', '1,7,129,257,513,1300', '2048']), 4);
+  }, 300_000);
+
+  (mpirun ? test : test.skip)(
+    '2 ranks under mpirun',
+    () => {
+      expectAllPassed('apsp, mpirun, 2 ranks', viaMpirun(2, ['apsp', '17,300,1000']), 2);
+    },
+    300_000,
+  );
+
+  test('socket transport forced', () => {
+    expectAllPassed(
+      'apsp, launch, 2 ranks, socket transport',
+      viaLaunch(2, ['apsp', '33,257,1000', '4096'], SOCKET),
+      2,
+    );
+  }, 300_000);
+});
+
+describeNccl('npx cuda-kernels apsp --distributed', () => {
+  test.each([
+    ['text', 'txt', 300],
+    ['binary', 'bin', 517],
+  ] as const)(
+    '%s files over 2 ranks under the launcher equal cpu.apsp',
+    (format, ext, n) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-apsp-cli-'));
+      try {
+        const w = hostGraph(n, 0.03, 7 + n);
+        const input = path.join(dir, `g.${ext}`);
+        const output = path.join(dir, `d.${ext}`);
+        ck.writeGraph(input, w, n, { format });
+        const main = path.join(root, 'lib', 'cli', 'main.ts');
+        // Ranks sharing a GPU need their own NCCL_HOSTID, which the command line cannot set: a shell
+        // sets it per rank (from the launcher's RANK), then runs the very command a user would run.
+        const rankCommand = 'NCCL_HOSTID=ck-cli-$RANK exec "$0" "$@"';
+        const launch = ['-r', register, main, 'launch', '--nproc-per-node', '2', '--master-port', port(), '--no-node'];
+        const command = [
+          'sh',
+          '-c',
+          rankCommand,
+          process.execPath,
+          main,
+          'apsp',
+          input,
+          output,
+          '--distributed',
+          '--no-progress',
+        ];
+        const r = spawnSync(process.execPath, [...launch, ...command], {
+          cwd: root,
+          encoding: 'utf8',
+          timeout: 200_000,
+          env: baseEnv(2),
+        });
+        if (r.status !== 0) throw new Error(`exit ${r.status}\n${r.stdout}\n${r.stderr}`);
+        expect(r.stdout).toMatch(new RegExp(`\\[rank0\\]: apsp --distributed: n = ${n} over 2 ranks`));
+        const back = ck.readDistances(output, { format });
+        expect(back.n).toBe(n);
+        expect(ck.cpu.firstMismatch(back.matrix, ck.cpu.apsp(w, n))).toBe(-1);
+        report(`apsp --distributed CLI, ${format} files, n = ${n}, 2 ranks: equal to cpu.apsp`);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    240_000,
+  );
+});
+
+describeNccl('data-parallel MLP across processes', () => {
+  test('2 ranks on half the patterns each = 1 GPU on all of them (every activation, output, method; full and mini batches)', () => {
+    const res = expectAllPassed('mlp data parallel, launch, 2 ranks', viaLaunch(2, ['mlp']), 2);
+    const worst = Math.max(...res.map((r) => r.worst as number));
+    const solo = Math.min(...res.map((r) => r.nearestSolo as number));
+    report(
+      `mlp data parallel: largest relative difference from 1-GPU training ${worst.toExponential(2)} (tolerance 1e-4); ` +
+        `the same shards trained without the gradient sum are at least ${solo.toExponential(2)} off`,
+    );
+  }, 300_000);
+
+  test('socket transport forced', () => {
+    expectAllPassed('mlp data parallel, launch, 2 ranks, socket transport', viaLaunch(2, ['mlp'], SOCKET), 2);
+  }, 300_000);
+});

@@ -1,0 +1,490 @@
+// One rank of the multi-process GPU tests (test/dist-gpu.test.ts), started by `cuda-kernels launch`,
+// by mpirun, or directly with RANK/WORLD_SIZE set:
+//
+//   node -r ./test/harness/ts-register.js test/harness/dist-rank.ts <mode> [args]
+//
+// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely. Every check is against a CPU reference
+// (or the single-GPU result) on data each rank can rebuild from a seed. The last line of stdout is
+// `CK-RESULT <json>`; the exit code is 0 only when every check passed.
+//
+// CK_HOSTID_PER_RANK=1 gives each rank its own NCCL_HOSTID, so that several ranks can share one GPU
+// (NCCL then joins them over its socket transport; see GPU-FACTS.md).
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import * as ck from '../../lib';
+import type { DeviceArray, Dtype, HostArray } from '../../lib';
+import { hostGraph } from './families';
+
+const mode = process.argv[2];
+const failures: string[] = [];
+let checks = 0;
+const t0 = Date.now();
+
+function check(ok: boolean, what: string): void {
+  checks++;
+  if (!ok) failures.push(what);
+}
+
+function finish(extra: Record<string, unknown> = {}): void {
+  console.log(`CK-RESULT ${JSON.stringify({ mode, checks, failures, seconds: (Date.now() - t0) / 1000, ...extra })}`);
+  process.exitCode = failures.length === 0 ? 0 : 1;
+}
+
+async function init(timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 120_000)): Promise<ck.Communicator> {
+  const env = ck.rankFromEnv();
+  if (process.env.CK_HOSTID_PER_RANK) process.env.NCCL_HOSTID = `ck-rank-${env.rank}`;
+  return ck.Communicator.init({ timeoutMs });
+}
+
+// ---------------------------------------------------------------------------------------------
+// collectives: every collective × dtype × op against a CPU reference.
+
+const HOST: Record<Dtype, { new (n: number): HostArray }> = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+};
+
+/** Rank r's data: floats in [-1, 1) (for prod [0.5, 1.5)), int32 in [-40, 40], uint32 in [0, 80]. */
+function dataOf(dtype: Dtype, length: number, r: number, seed: number, forProd = false): HostArray {
+  const u = ck.cpu.randomArray(Float64Array, length, seed * 131 + r * 7919 + 1);
+  const out = new HOST[dtype](length);
+  for (let i = 0; i < length; i++) {
+    if (dtype === 'float32' || dtype === 'float64') out[i] = forProd ? 1 + u[i] / 2 : u[i];
+    else if (dtype === 'int32') out[i] = Math.round(u[i] * 40);
+    else out[i] = Math.round((u[i] + 1) * 40);
+  }
+  return out;
+}
+
+function reduceRef(dtype: Dtype, op: ck.CollectiveOp, parts: HostArray[]): Float64Array {
+  const n = parts[0].length;
+  const out = new Float64Array(n);
+  const int = dtype === 'int32' || dtype === 'uint32';
+  const wrap = (v: number) => (dtype === 'int32' ? v | 0 : dtype === 'uint32' ? v >>> 0 : v);
+  for (let i = 0; i < n; i++) {
+    let acc = parts[0][i];
+    for (let r = 1; r < parts.length; r++) {
+      const v = parts[r][i];
+      if (op === 'sum' || op === 'avg') acc = wrap(acc + v);
+      else if (op === 'prod')
+        acc = int ? wrap(dtype === 'int32' ? Math.imul(acc, v) : Math.imul(acc, v) >>> 0) : acc * v;
+      else if (op === 'min') acc = Math.min(acc, v);
+      else acc = Math.max(acc, v);
+    }
+    if (op === 'avg') acc = int ? Math.trunc(acc / parts.length) : acc / parts.length;
+    out[i] = acc;
+  }
+  return out;
+}
+
+function poisoned<D extends Dtype>(dtype: D, length: number, device: number): DeviceArray<D> {
+  const v = dtype === 'float32' || dtype === 'float64' ? NaN : dtype === 'int32' ? -123456789 : 0xdeadbeef;
+  return ck.full(dtype, length, v, { device });
+}
+
+function closeEnough(dtype: Dtype, got: ArrayLike<number>, ref: ArrayLike<number>): string | null {
+  if (got.length !== ref.length) return `length ${got.length} ≠ ${ref.length}`;
+  if (dtype === 'int32' || dtype === 'uint32') {
+    const i = ck.cpu.firstMismatch(got, ref);
+    return i < 0 ? null : `[${i}] = ${got[i]}, expected ${ref[i]}`;
+  }
+  for (let i = 0; i < got.length; i++) if (Number.isNaN(got[i])) return `[${i}] is NaN (not written)`;
+  const e = ck.cpu.relativeError(got, ref);
+  const tol = dtype === 'float32' ? 2e-6 : 1e-14;
+  return e <= tol ? null : `relative error ${e} > ${tol}`;
+}
+
+async function collectives(): Promise<void> {
+  const comm = await init();
+  const { rank, size, device } = comm;
+  const lengths = [1, 7, 33, 1000, 65537];
+  let seed = 1;
+  const expectThrow = (fn: () => unknown, cls: new (...a: never[]) => Error, what: string) => {
+    try {
+      fn();
+      check(false, `${what}: did not throw`);
+    } catch (e) {
+      check(e instanceof cls, `${what}: threw ${String(e)}`);
+    }
+  };
+  for (const dtype of ck.dtypes) {
+    for (const length of lengths) {
+      seed++;
+      // allReduce, every op, into a poisoned output; and once in place.
+      for (const op of ck.collectiveOps) {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, length, r, seed, op === 'prod'));
+        using a = ck.upload(parts[rank], { device });
+        using out = poisoned(dtype, length, device);
+        const got = await comm.allReduce(a, op, { out });
+        check(got === out, 'allReduce resolves to out');
+        const e = closeEnough(dtype, await out.toHost(), reduceRef(dtype, op, parts));
+        check(e === null, `allReduce ${dtype} ${op} length ${length}: ${e}`);
+        check(ck.cpu.firstMismatch(await a.toHost(), parts[rank]) < 0, `allReduce ${dtype} ${op}: input changed`);
+      }
+      {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, length, r, seed));
+        using a = ck.upload(parts[rank], { device });
+        await comm.allReduce(a);
+        const e = closeEnough(dtype, await a.toHost(), reduceRef(dtype, 'sum', parts));
+        check(e === null, `allReduce in place ${dtype} length ${length}: ${e}`);
+      }
+      // broadcast from every root; a range of it once.
+      for (let root = 0; root < size; root++) {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, length, r, seed + root));
+        using a = ck.upload(parts[rank], { device });
+        await comm.broadcast(a, root);
+        check(
+          ck.cpu.firstMismatch(await a.toHost(), parts[root]) < 0,
+          `broadcast ${dtype} root ${root} length ${length}`,
+        );
+      }
+      if (length > 2) {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, length, r, seed + 99));
+        using a = ck.upload(parts[rank], { device });
+        const offset = 1;
+        const count = length - 2;
+        await comm.broadcast(a, size - 1, { offset, count });
+        const want = HOST[dtype] === Float64Array ? Float64Array.from(parts[rank]) : parts[rank].slice();
+        want.set(parts[size - 1].subarray(offset, offset + count), offset);
+        check(ck.cpu.firstMismatch(await a.toHost(), want) < 0, `broadcast range ${dtype} length ${length}`);
+      }
+      // allGather into a poisoned output.
+      {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, length, r, seed + 7));
+        using a = ck.upload(parts[rank], { device });
+        using out = poisoned(dtype, size * length, device);
+        await comm.allGather(a, { out });
+        const want = new HOST[dtype](size * length);
+        parts.forEach((p, r) => want.set(p as never, r * length));
+        check(ck.cpu.firstMismatch(await out.toHost(), want) < 0, `allGather ${dtype} length ${length}`);
+        using owned = await comm.allGather(a);
+        check(ck.cpu.firstMismatch(await owned.toHost(), want) < 0, `allGather (new array) ${dtype} length ${length}`);
+      }
+      // reduceScatter, every op.
+      for (const op of ck.collectiveOps) {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, size * length, r, seed + 13, op === 'prod'));
+        using a = ck.upload(parts[rank], { device });
+        using out = poisoned(dtype, length, device);
+        await comm.reduceScatter(a, op, { out });
+        const whole = reduceRef(dtype, op, parts);
+        const e = closeEnough(dtype, await out.toHost(), whole.subarray(rank * length, (rank + 1) * length));
+        check(e === null, `reduceScatter ${dtype} ${op} length ${length}: ${e}`);
+      }
+      // send/recv from rank 0 to each other rank; a ring with sendRecv.
+      {
+        const parts = Array.from({ length: size }, (_, r) => dataOf(dtype, length, r, seed + 21));
+        if (rank === 0) {
+          using a = ck.upload(parts[0], { device });
+          for (let r = 1; r < size; r++) await comm.send(a, r);
+        } else {
+          using got = poisoned(dtype, length, device);
+          await comm.recv(got, 0);
+          check(ck.cpu.firstMismatch(await got.toHost(), parts[0]) < 0, `send/recv ${dtype} length ${length}`);
+        }
+        using mine = ck.upload(parts[rank], { device });
+        using got = poisoned(dtype, length, device);
+        await comm.sendRecv(mine, (rank + 1) % size, got, (rank + size - 1) % size);
+        check(
+          ck.cpu.firstMismatch(await got.toHost(), parts[(rank + size - 1) % size]) < 0,
+          `sendRecv ring ${dtype} length ${length}`,
+        );
+      }
+    }
+  }
+  // Many operations queued before awaiting any: results in order, the in-flight bound holds.
+  {
+    using a = ck.full('float64', 4096, 1, { device });
+    const all: Promise<unknown>[] = [];
+    for (let i = 0; i < 200; i++) all.push(comm.allReduce(a, 'sum'));
+    await Promise.all(all);
+    const v = (await a.toHost())[0];
+    check(v === size ** 200, `200 queued allReduces: ${v}, expected ${size}^200`);
+  }
+  await comm.barrier();
+  // Zero-length operations resolve without moving anything.
+  {
+    using z = ck.empty('float32', 0, { device });
+    await comm.allReduce(z);
+    await comm.broadcast(z, 0);
+    check(true, 'zero length');
+  }
+  // Bad arguments throw at once (nothing queued, so the ranks stay in step).
+  {
+    using f = ck.zeros('float32', 10, { device });
+    using g = ck.zeros('float64', 10, { device });
+    using short = ck.zeros('float32', 9, { device });
+    expectThrow(() => comm.allReduce(f, 'mean' as never), RangeError, 'bad op');
+    expectThrow(() => comm.allReduce(f, 'sum', { out: g as never }), TypeError, 'out of another dtype');
+    expectThrow(() => comm.allReduce(f, 'sum', { out: short }), RangeError, 'out of another length');
+    expectThrow(() => comm.broadcast(f, size), RangeError, 'root out of range');
+    expectThrow(() => comm.send(f, rank), RangeError, 'send to self');
+    using odd = ck.zeros('float32', 2 * size + 1, { device });
+    expectThrow(() => comm.reduceScatter(odd, 'sum'), RangeError, 'reduceScatter length not a multiple of the size');
+    expectThrow(() => comm.broadcast(f, 0, { offset: 5, count: 6 }), RangeError, 'range past the end');
+    const freed = ck.zeros('float32', 4, { device });
+    freed.free();
+    expectThrow(() => comm.allReduce(freed), TypeError, 'freed array');
+    expectThrow(() => comm.allReduce(new Float32Array(4) as never), TypeError, 'host array');
+  }
+  await comm.synchronize();
+  check(comm.failure === null, 'healthy after everything');
+  comm.destroy();
+  check(comm.destroyed, 'destroyed');
+  try {
+    using a = ck.zeros('float32', 4, { device });
+    await comm.allReduce(a);
+    check(false, 'allReduce after destroy did not throw');
+  } catch (e) {
+    check(e instanceof ck.NcclError && e.code === 'ncclCommDestroyed', `allReduce after destroy: ${String(e)}`);
+  }
+  finish({ rank, size, device });
+}
+
+// ---------------------------------------------------------------------------------------------
+// apsp: the distributed APSP against cpu.apsp, every input and output kind; and against the
+// single-GPU `fast` at a larger n.
+
+async function apspMode(): Promise<void> {
+  const sizes = (process.argv[3] ?? '1,7,17,33,129,257,1000,1300').split(',').map(Number);
+  const bigN = Number(process.argv[4] ?? 0);
+  const comm = await init();
+  const { rank, size, device } = comm;
+  const dir = process.env.CK_DIST_TMP ?? os.tmpdir();
+  const tag = `${process.env.MASTER_PORT ?? process.env.OMPI_COMM_WORLD_SIZE ?? 'x'}`;
+  const inputs = ['matrix', 'band', 'file', 'device-matrix'] as const;
+  const outputs = ['band', 'gather', 'file'] as const;
+  for (const [i, n] of sizes.entries()) {
+    const w = hostGraph(n, n > 500 ? 0.01 : 0.05, 1000 + n);
+    const ref = ck.cpu.apsp(w, n);
+    const inputKind = inputs[i % inputs.length];
+    const outputKind = outputs[i % outputs.length];
+    const { row0, rows } = ck.apspBandOf(n, size, rank);
+    const graphFile = path.join(dir, `ck-dist-graph-${tag}-${n}.bin`);
+    const distFile = path.join(dir, `ck-dist-out-${tag}-${n}.bin`);
+    if (inputKind === 'file') {
+      if (rank === 0) ck.writeGraph(graphFile, w, n, { format: 'binary' });
+      await comm.barrier();
+    }
+    let input: ck.ApspDistInput;
+    let owned: DeviceArray<'int32'> | null = null;
+    if (inputKind === 'matrix') input = rank === 0 ? { matrix: w, n } : { matrix: null };
+    else if (inputKind === 'device-matrix') {
+      owned = rank === 0 ? ck.upload(w, { device }) : null;
+      input = { matrix: owned, n: rank === 0 ? n : undefined };
+    } else if (inputKind === 'band') {
+      owned = ck.upload(w.subarray(row0 * n, (row0 + rows) * n), { device });
+      input = { band: owned, n };
+    } else input = { file: graphFile };
+    const output: ck.ApspDistOutput = outputKind === 'file' ? { file: distFile } : outputKind;
+    const rounds: number[] = [];
+    const res = await ck.apspDistributed(comm, input, { output, onRound: (d) => rounds.push(d) });
+    owned?.free();
+    const label = `apsp n=${n} ${inputKind} → ${outputKind} (rows ${row0}+${rows})`;
+    check(res.n === n && res.row0 === row0 && res.rows === rows, `${label}: result rows`);
+    check(
+      rounds.length > 0 && rounds[rounds.length - 1] === Math.ceil(n / 128),
+      `${label}: onRound ${rounds.join(',')}`,
+    );
+    if (outputKind === 'band') {
+      const got = res.band ? await res.band.toHost() : new Int32Array(0);
+      check(ck.cpu.firstMismatch(got, ref.subarray(row0 * n, (row0 + rows) * n)) < 0 && got.length === rows * n, label);
+      res.band?.free();
+    } else if (outputKind === 'gather') {
+      if (rank === 0) {
+        check(res.matrix !== null && ck.cpu.firstMismatch(await res.matrix.toHost(), ref) < 0, label);
+        res.matrix?.free();
+      } else check(res.matrix === null && res.band === null, `${label}: nothing on rank ${rank}`);
+    } else {
+      if (rank === 0) {
+        const back = ck.readDistances(distFile, { format: 'binary' });
+        check(back.n === n && ck.cpu.firstMismatch(back.matrix, ref) < 0, label);
+      }
+      await comm.barrier();
+      if (rank === 0) fs.rmSync(distFile, { force: true });
+    }
+    if (inputKind === 'file') {
+      await comm.barrier();
+      if (rank === 0) fs.rmSync(graphFile, { force: true });
+    }
+  }
+  // A bad weight on one rank's rows: every rank throws, and the communicator stays usable.
+  {
+    const n = 300;
+    const w = hostGraph(n, 0.05, 77);
+    const last = ck.apspBandOf(n, size, size - 1);
+    w[(last.rows > 0 ? last.row0 : 0) * n + 1] = -5;
+    try {
+      await ck.apspDistributed(comm, rank === 0 ? { matrix: w, n } : { matrix: null });
+      check(false, 'negative weight: no error');
+    } catch (e) {
+      check(e instanceof RangeError || /failed on rank/.test(String(e)), `negative weight: ${String(e)}`);
+    }
+    await comm.barrier();
+    check(comm.failure === null, 'usable after a rejected input');
+  }
+  // Larger: random bands made on each rank, against the single-GPU `fast` on the whole graph.
+  let bigSeconds = 0;
+  if (bigN > 0) {
+    const opts = { density: 0.05, minWeight: 1, maxWeight: 1000, seed: 4242 };
+    const { row0, rows } = ck.apspBandOf(bigN, size, rank);
+    const t = Date.now();
+    const res = await ck.apspDistributed(comm, { random: opts, n: bigN });
+    bigSeconds = (Date.now() - t) / 1000;
+    {
+      using g = ck.randomGraph(bigN, { ...opts, device });
+      using ref = ck.apsp(g, bigN, { method: 'fast', validate: false });
+      using mine = ck.empty('int32', rows * bigN, { device });
+      if (rows > 0) ck.copyDevice(mine, ref, { srcOffset: row0 * bigN, count: rows * bigN });
+      const err = res.band ? ck.deviceRelativeError(res.band, mine) : rows === 0 ? 0 : NaN;
+      check(err === 0, `apsp n=${bigN} random bands vs single-GPU fast: relative error ${err}`);
+    }
+    res.band?.free();
+  }
+  comm.destroy();
+  finish({ rank, size, bigN, bigSeconds });
+}
+
+// ---------------------------------------------------------------------------------------------
+// mlp: data-parallel training on each rank's shard against one network trained on all patterns.
+
+const MLP_TOLERANCE = 1e-4;
+
+async function mlpMode(): Promise<void> {
+  const comm = await init();
+  const { rank, size, device } = comm;
+  const perRank = 37;
+  const P = perRank * size;
+  const layers = [13, 17, 5];
+  const X = ck.cpu.randomArray(Float32Array, P * layers[0], 5);
+  const T = ck.cpu.randomArray(Float32Array, P * layers[2], 6).map((v) => (v + 1) / 2);
+  const methods = ck.cublasInfo().available ? ck.mlpMethods : (['custom'] as const);
+  const worst: Record<string, number> = {};
+  let nearestSolo = Infinity;
+  for (const method of methods) {
+    for (const activation of ck.mlpActivations) {
+      for (const output of ck.mlpOutputs) {
+        for (const b of [perRank, 5]) {
+          // Global batch i is the union of every rank's batch i: rank r takes rows r·b … of it.
+          const B = b * size;
+          const shard = { X: new Float32Array(perRank * layers[0]), T: new Float32Array(perRank * layers[2]) };
+          let k = 0;
+          for (let g0 = 0; g0 < P; g0 += B) {
+            const inBatch = Math.min(B, P - g0) / size;
+            for (let q = 0; q < inBatch; q++, k++) {
+              const src = g0 + rank * inBatch + q;
+              shard.X.set(X.subarray(src * layers[0], (src + 1) * layers[0]), k * layers[0]);
+              shard.T.set(T.subarray(src * layers[2], (src + 1) * layers[2]), k * layers[2]);
+            }
+          }
+          const spec = { layers, activation, output, eta: 0.05, alpha: 0.5, seed: 9, method, device };
+          using one = new ck.Mlp(spec);
+          const ref = one.train(X, T, { epochs: 4, batchSize: B });
+          using dp = new ck.Mlp(spec);
+          const got = dp.train(shard.X, shard.T, { epochs: 4, batchSize: b, comm });
+          const label = `mlp ${method} ${activation}/${output} batch ${b}×${size}`;
+          const we = ck.cpu.relativeError(flat(dp.getWeights()), flat(one.getWeights()));
+          const ee = Math.max(...got.map((r, i) => Math.abs(r.error - ref[i].error) / ref[i].error));
+          worst[label] = Math.max(we, ee);
+          // Float32 rounding: the ranks' partial gradient sums (K = b rows each) are added in another
+          // order than one GPU's sum over the whole batch, and 4 epochs with momentum carry it on.
+          check(we < MLP_TOLERANCE, `${label}: weights differ by ${we}`);
+          check(ee < MLP_TOLERANCE, `${label}: epoch errors differ by ${ee}`);
+          // The check is not vacuous: the same shard trained without the gradient sum is far off.
+          using solo = new ck.Mlp(spec);
+          solo.train(shard.X, shard.T, { epochs: 4, batchSize: b });
+          const se = ck.cpu.relativeError(flat(solo.getWeights()), flat(one.getWeights()));
+          check(se > 100 * MLP_TOLERANCE, `${label}: training without the sum is only ${se} off`);
+          nearestSolo = Math.min(nearestSolo, se);
+        }
+      }
+    }
+  }
+  // The ranks must agree on the batches per epoch: every rank throws.
+  try {
+    using net = new ck.Mlp({ layers, eta: 0.1, seed: 1, device });
+    const rowsHere = rank === 0 ? 10 : 12;
+    net.train(X.subarray(0, rowsHere * layers[0]), T.subarray(0, rowsHere * layers[2]), {
+      epochs: 1,
+      batchSize: rank === 0 ? 5 : 3,
+      comm,
+    });
+    check(false, 'mismatched batches: no error');
+  } catch (e) {
+    check(e instanceof RangeError && /agree/.test(String(e)), `mismatched batches: ${String(e)}`);
+  }
+  check(comm.failure === null, 'usable after the mismatch');
+  comm.destroy();
+  finish({ rank, size, worst: Math.max(...Object.values(worst)), nearestSolo });
+}
+
+function flat(w: ck.MlpWeights): Float64Array {
+  return Float64Array.from([...w.weights.flat(), ...w.biases.flat()]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// kill: rank 1 dies (SIGKILL) while a large allReduce is in flight; rank 0 must get an NcclError.
+
+async function killMode(): Promise<void> {
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 5000);
+  const comm = await init(timeoutMs);
+  const { rank, device } = comm;
+  using a = ck.full('float32', 1 << 24, 1, { device }); // 64 MiB: a transfer that takes a while
+  for (let i = 0; i < 3; i++) await comm.allReduce(a, 'max');
+  console.log(`rank ${rank} warm at ${Date.now()}`);
+  if (rank === 1) {
+    void comm.allReduce(a, 'max').catch(() => {});
+    setTimeout(() => process.kill(process.pid, 'SIGKILL'), 20);
+    await new Promise(() => {}); // never: killed
+  }
+  const start = Date.now();
+  let error: unknown = null;
+  try {
+    for (let i = 0; i < 1000; i++) await comm.allReduce(a, 'max');
+  } catch (e) {
+    error = e;
+  }
+  const ms = Date.now() - start;
+  console.log(`rank ${rank} error at ${Date.now()}: ${String(error)}`);
+  check(error instanceof ck.NcclError, `rank 0 got ${String(error)}`);
+  check(comm.failure !== null, 'the communicator reports the failure');
+  // The arrays stay usable: a local kernel and a read-back still work.
+  a.fill(2);
+  check((await a.toHost())[5] === 2, 'arrays usable after the abort');
+  finish({ rank, ms, code: error instanceof ck.NcclError ? error.code : null, timeoutMs });
+  // No destroy and no exit call: the process must end by itself.
+}
+
+// lonely: rank 0 of 2 whose peer never comes; init must fail within the timeout.
+async function lonelyMode(): Promise<void> {
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 3000);
+  const start = Date.now();
+  try {
+    await init(timeoutMs);
+    check(false, 'init without the peer succeeded');
+  } catch (e) {
+    check(e instanceof ck.NcclError && e.code === 'ncclTimeout', `init: ${String(e)}`);
+  }
+  finish({ ms: Date.now() - start, timeoutMs });
+}
+
+const modes: Record<string, () => Promise<void>> = {
+  collectives,
+  apsp: apspMode,
+  mlp: mlpMode,
+  kill: killMode,
+  lonely: lonelyMode,
+};
+
+const run = modes[mode];
+if (!run) {
+  console.error(`unknown mode ${mode}; one of ${Object.keys(modes).join(', ')}`);
+  process.exit(2);
+}
+run().catch((e: unknown) => {
+  failures.push(`threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  finish();
+});
