@@ -5,6 +5,7 @@ import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { gemmFamily } from './gemm';
 import { mlpFamily } from './mlp';
+import { overheadFamily } from './overhead';
 import { peerFamily } from './peer';
 import { scanFamily } from './scan';
 import { stencilFamily } from './stencil';
@@ -20,6 +21,7 @@ export const families: Record<string, BenchFamily> = {
   mlp: mlpFamily,
   peer: peerFamily,
   'apsp-multi': apspMultiFamily,
+  overhead: overheadFamily,
 };
 
 export * from './harness';
