@@ -1,10 +1,12 @@
 // Child process of test/datapath.test.ts: worker threads allocating and freeing on one device at
 // the same time as the main thread, some arrays left to their finalizers, every array's data
 // checked. The pool's `used` must be back where it started once the workers are gone.
+import * as path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
 import * as ck from '../../lib';
 
+const register = path.join(__dirname, 'ts-register.js');
 const CYCLES = Number(process.env.CK_POOL_WORKER_CYCLES ?? 1500);
 
 /** Allocates, uploads, checks and frees arrays of many sizes; every 7th is dropped without free(). */
@@ -31,7 +33,12 @@ if (isMainThread) {
     ck.synchronize();
     const before = ck.memoryPool();
     const workers = [1, 2, 3, 4].map(
-      (id) => new Worker(__filename, { workerData: { id }, execArgv: ['-r', './test/harness/ts-register.js'] }),
+      (id) =>
+        // The TypeScript hook first, as in the child process itself.
+        new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(__filename)});`, {
+          eval: true,
+          workerData: { id },
+        }),
     );
     const done = workers.map(
       (w) =>
@@ -40,9 +47,10 @@ if (isMainThread) {
           w.once('error', reject);
         }),
     );
+    const exited = Promise.all(workers.map((w) => new Promise((r) => w.once('exit', r))));
     const mine = await churn(0);
     const results = [mine, ...(await Promise.all(done))];
-    await Promise.all(workers.map((w) => new Promise((r) => w.once('exit', r))));
+    await exited;
     // The main thread's dropped arrays: collected and finalized (their frees are stream-ordered).
     for (let i = 0; i < 3; i++) {
       (globalThis as { gc?: () => void }).gc?.();
