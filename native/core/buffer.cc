@@ -299,7 +299,8 @@ class TransferWorker : public Napi::AsyncWorker {
       : Napi::AsyncWorker(env, "cuda-kernels.transfer"),
         mode_(mode),
         deferred_(Napi::Promise::Deferred::New(env)) {
-    resolve_ = Napi::Persistent(resolveWith);
+    // References hold objects only (N-API 8): undefined is resolved without one.
+    if (resolveWith.IsObject()) resolve_ = Napi::Persistent(resolveWith);
     keep_ = Napi::Persistent(keepAlive);
   }
   ~TransferWorker() override {
@@ -372,7 +373,7 @@ class TransferWorker : public Napi::AsyncWorker {
         cudaGetLastError();
         deferred_.Reject(makeJsError(env, *failure_).Value());
       } else {
-        deferred_.Resolve(resolve_.Value());
+        deferred_.Resolve(resolve_.IsEmpty() ? env.Undefined() : resolve_.Value());
       }
     } catch (const Napi::Error&) {
     }
@@ -501,15 +502,16 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
     // temporary, then copies the temporary into the array in its own order. The temporary is
     // allocated on the library stream and the thread writes it on a stream of its own (never one
     // that other work shares: a wait queued there behind a gate could then wait for itself).
+    auto* w = new TransferWorker(env, Mode::Event, env.Undefined(), info[1]);
     void* temp = nullptr;
     const cudaError_t err = poolMalloc(&temp, bytes, s);
-    if (err == cudaErrorMemoryAllocation) {
+    if (err != cudaSuccess) {
+      delete w;
+      if (err != cudaErrorMemoryAllocation) check(err, "cudaMallocFromPoolAsync(copyFromAsync temporary)");
       uploadNow(dst, src.data, bytes, s);  // no room for a temporary: the blocking path
       return resolved(env, env.Undefined());
     }
-    check(err, "cudaMallocFromPoolAsync(copyFromAsync temporary)");
     auto gate = std::make_shared<UploadGate>();
-    auto* w = new TransferWorker(env, Mode::Event, env.Undefined(), info[1]);
     w->gate = gate;
     cudaEvent_t allocated = nullptr;
     try {
