@@ -501,7 +501,8 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
     // Large: the library stream waits at a gate for a thread of ours that uploads the source into a
     // temporary, then copies the temporary into the array in its own order. The temporary is
     // allocated on the library stream and the thread writes it on a stream of its own (never one
-    // that other work shares: a wait queued there behind a gate could then wait for itself).
+    // that other work shares: a wait queued there behind a gate could then wait for itself); the
+    // thread frees it once its copies are enqueued.
     auto* w = new TransferWorker(env, Mode::Event, env.Undefined(), info[1]);
     void* temp = nullptr;
     const cudaError_t err = poolMalloc(&temp, bytes, s);
@@ -534,10 +535,10 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
     }
     try {
       CK_CUDA(cudaMemcpyAsync(dst, temp, bytes, cudaMemcpyDeviceToDevice, s));
-      CK_CUDA(poolFree(temp, s));
       w->recordOn(s);
     } catch (const CudaFailure& f) {
       cudaEventDestroy(allocated);
+      poolFree(temp, s);
       gate->release(&f);  // never leave the stream blocked
       delete w;
       throw;
@@ -559,6 +560,14 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
         CK_CUDA(cudaEventSynchronize(done));
       } catch (const CudaFailure& f) {
         failure = std::make_unique<CudaFailure>(f);
+      }
+      // Freed only now, after our copies were enqueued: cudaFreeAsync retires the allocation at the
+      // call, and copies enqueued later that name it are refused (cudaErrorInvalidValue, seen on the
+      // H100 when the free was queued at call time). On the library stream: after the copy out of it.
+      try {
+        CK_CUDA(poolFree(temp, libraryStream(device)));
+      } catch (const CudaFailure& f) {
+        if (!failure) failure = std::make_unique<CudaFailure>(f);
       }
       if (done != nullptr) cudaEventDestroy(done);
       if (own != nullptr) cudaStreamDestroy(own);

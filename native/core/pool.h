@@ -31,7 +31,9 @@ cudaError_t poolMalloc(T** ptr, size_t bytes, cudaStream_t stream) {
   return poolMalloc(reinterpret_cast<void**>(ptr), bytes, stream);
 }
 
-// Returns memory from poolMalloc, in the order of `stream` (no host wait). Null is a no-op.
+// Returns memory from poolMalloc, in the order of `stream` (no host wait). Null is a no-op. Call it
+// only after every operation that uses the memory has been enqueued, on any stream: the allocation
+// is retired at the call, and later enqueues that name it are refused.
 cudaError_t poolFree(void* ptr, cudaStream_t stream);
 
 struct PoolStats {
