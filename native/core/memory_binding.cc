@@ -46,6 +46,8 @@ Napi::Value pinnedAlloc(const Napi::CallbackInfo& info) {
   const int64_t bytes = countArg(info, 0, "bytes");
   return guard(env, [&] {
     useDevice(0);  // a clear CudaError without a GPU; the memory itself is portable
+    // Nothing to lock for an empty array (and an empty buffer has no address to find it by).
+    if (bytes == 0) return Napi::ArrayBuffer::New(env, 0);
     PinnedBlock* b = pinnedAllocate(static_cast<size_t>(bytes));
     // Gone before JS can see it only if the ArrayBuffer cannot be made; the finalizer owns it after.
     try {
@@ -73,6 +75,7 @@ Napi::Value pinnedFree(const Napi::CallbackInfo& info) {
   auto ab = info[0].As<Napi::ArrayBuffer>();
   bool detached = false;
   if (napi_is_detached_arraybuffer(env, ab, &detached) != napi_ok || detached) return env.Undefined();
+  if (ab.ByteLength() == 0) return env.Undefined();  // pinned(dtype, 0) holds no memory
   PinnedBlock* b = blockOf(ab);
   if (b == nullptr) throw Napi::TypeError::New(env, "buffer is not pinned memory from pinned()");
   // Detach first: once JS cannot reach the memory it is safe to give back.
