@@ -107,14 +107,29 @@ export interface NativeBinding {
   runtimeInfo(): NativeRuntimeInfo;
   deviceCount(): number;
   deviceProperties(device: number): NativeDeviceProperties;
-  memoryInfo(device: number): { free: number; total: number };
+  /** free: the driver's free memory plus the pool's unused reserve; driverFree: cudaMemGetInfo's. */
+  memoryInfo(device: number): { free: number; total: number; driverFree: number };
   synchronize(device: number): void;
 
-  alloc(device: number, dtype: DtypeCode, length: number): BufferHandle;
+  /** From the device's pool; with `source` (same dtype and length) also uploads it. */
+  alloc(device: number, dtype: DtypeCode, length: number, source?: HostArray): BufferHandle;
+  /** Back to the pool in the library stream's order (no host wait). */
   free(array: BufferHandle): void;
-  upload(array: BufferHandle, source: HostArray): void;
+  /** Host → device at element `offset`; returns once `source` has been read. */
+  upload(array: BufferHandle, source: HostArray, offset?: number): void;
+  /** The same, resolved once `source` may be reused; the device copy is enqueued at call time. */
+  uploadAsync(array: BufferHandle, source: HostArray, offset?: number): Promise<void>;
   download(array: BufferHandle, target: HostArray): void;
+  /** A snapshot of the array at call time, written into `target` when the promise resolves. */
   downloadAsync<T extends HostArray>(array: BufferHandle, target: T): Promise<T>;
+
+  poolStats(device: number): { used: number; reserved: number; highWater: number; oomRetries: number };
+  poolTrim(device: number, keepBytes: number): void;
+  /** Page-locked host memory of `bytes` bytes; its finalizer frees it. */
+  pinnedAlloc(bytes: number): ArrayBuffer;
+  /** Detaches the buffer and frees its memory (after transfers still using it). Idempotent. */
+  pinnedFree(buffer: ArrayBuffer): void;
+  isPinned(array: HostArray): boolean;
   fill(array: BufferHandle, value: number): void;
   fillRandom(array: BufferHandle, seed: number): void;
   relativeError(out: BufferHandle, ref: BufferHandle): number;
@@ -335,4 +350,9 @@ export interface NativeBinding {
   debugFault?(kind: 0 | 1, device?: number): void;
   /** Test-only: the calling thread's current CUDA device (null without a driver); release builds lack it. */
   debugCurrentDevice?(): number | null;
+  /** Test-only: keeps the device's library stream busy until debugReleaseStream() or the timeout. */
+  debugHoldStream?(device: number, timeoutMs: number): void;
+  debugReleaseStream?(): void;
+  /** Test-only: whether the library stream of `device` has unfinished work. */
+  debugStreamBusy?(device: number): boolean;
 }

@@ -20,7 +20,7 @@ export type HostArray = Float32Array | Float64Array | Int32Array | Uint32Array;
 interface DtypeInfo {
   code: DtypeCode;
   bytes: number;
-  ctor: { new (length: number): HostArray };
+  ctor: { new (length: number): HostArray; new (buffer: ArrayBuffer, byteOffset: number, length: number): HostArray };
 }
 
 const DTYPES: Record<Dtype, DtypeInfo> = {
@@ -29,6 +29,13 @@ const DTYPES: Record<Dtype, DtypeInfo> = {
   int32: { code: 2, bytes: 4, ctor: Int32Array },
   uint32: { code: 3, bytes: 4, ctor: Uint32Array },
 };
+
+/** @internal The typed-array constructor of a dtype. */
+export function hostConstructor(dtype: Dtype): {
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): HostArray;
+} {
+  return DTYPES[dtype].ctor as never;
+}
 
 /** All supported dtypes, in a fixed order. */
 export const dtypes: readonly Dtype[] = Object.freeze(Object.keys(DTYPES) as Dtype[]);
@@ -48,6 +55,38 @@ export function dtypeOfHost(name: string, value: unknown): Dtype {
   if (value instanceof Int32Array) return 'int32';
   if (value instanceof Uint32Array) return 'uint32';
   throw typeError(name, 'a Float32Array, Float64Array, Int32Array or Uint32Array', value);
+}
+
+/** Whether a typed array's buffer has been detached (transferred, or a freed {@link pinned} array). */
+function isDetached(a: HostArray): boolean {
+  if (a.buffer.byteLength !== 0) return false;
+  try {
+    // Constructing a view of a detached buffer throws; of an empty one it does not.
+    new Uint8Array(a.buffer);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Checks a host typed array given for a transfer: its dtype (TypeError), that its buffer is attached
+ * (TypeError) and, when `length` is given, its length (RangeError).
+ */
+function checkHost(name: string, value: unknown, dtype: Dtype, length?: number): HostArray {
+  const got = dtypeOfHost(name, value);
+  const a = value as HostArray;
+  if (got !== dtype) throw typeError(name, `a typed array of ${dtype}`, value);
+  if (isDetached(a)) throw new TypeError(`${name}'s buffer is detached (transferred, or a freed pinned array)`);
+  if (length !== undefined && a.length !== length)
+    throw rangeError(name, `${length} elements long`, `${a.length} elements`);
+  return a;
+}
+
+/** Options of {@link DeviceArray.copyFrom} and {@link DeviceArray.copyFromAsync}. */
+export interface CopyFromOptions {
+  /** First element of the device array to write (default 0); the source fills the elements after it. */
+  offset?: number;
 }
 
 /** Options shared by the functions that create device arrays. */
@@ -110,31 +149,93 @@ export class DeviceArray<D extends Dtype = Dtype> {
   }
 
   /**
-   * Copies the array to a new host typed array. The copy and the wait for earlier GPU work run on a
-   * worker thread, so the event loop keeps turning.
+   * Copies the array to the host: into `target` when given (a typed array of the same dtype and
+   * length, returned), else into a new typed array.
+   *
+   * The copy is a snapshot taken when `toHost()` is called: it is enqueued on the device's library
+   * stream right away, so writes made after the call (`fill`, `copyFrom`, an op with `out` set to this
+   * array, `free()`) never change what the promise resolves to. The wait, and the host-side copy out
+   * of pinned staging memory, run on a worker thread, so the event loop keeps turning.
+   *
+   * Into {@link pinned} memory the copy engine writes the target directly (at the link's rate);
+   * into ordinary (pageable) memory it goes through pinned staging blocks, large arrays through a
+   * ring of them after a snapshot on the device. The target must not be read or written until the
+   * promise resolves. Several `toHost()` calls into the same target: with a pinned target the one
+   * called last wins (they run in call order); with a pageable target the result is unspecified
+   * (their host copies may interleave), so await one before starting the next.
+   *
+   * @throws TypeError when `target` is not a typed array of this dtype or its buffer is detached,
+   *   RangeError when its length differs.
    */
-  toHost(): Promise<HostArrayOf<D>> {
+  toHost(target?: HostArrayOf<D>): Promise<HostArrayOf<D>> {
     const handle = this.handle();
-    const target = new DTYPES[this.dtype].ctor(this.length) as HostArrayOf<D>;
-    return native.downloadAsync(handle, target);
+    const out =
+      target === undefined
+        ? new DTYPES[this.dtype].ctor(this.length)
+        : checkHost('target', target, this.dtype, this.length);
+    return native.downloadAsync(handle, out) as Promise<HostArrayOf<D>>;
   }
 
-  /** Copies the array to a new host typed array, blocking until the GPU work before it is done. */
-  toHostSync(): HostArrayOf<D> {
-    const target = new DTYPES[this.dtype].ctor(this.length) as HostArrayOf<D>;
-    native.download(this.handle(), target);
-    return target;
+  /**
+   * Copies the array to the host, blocking until the GPU work queued before it is done: into `target`
+   * when given (same dtype and length, returned), else into a new typed array. Large copies into
+   * pageable memory go through a pinned ring, the host side split over a few threads.
+   *
+   * @throws TypeError when `target` is not a typed array of this dtype or its buffer is detached,
+   *   RangeError when its length differs.
+   */
+  toHostSync(target?: HostArrayOf<D>): HostArrayOf<D> {
+    const handle = this.handle();
+    const out =
+      target === undefined
+        ? new DTYPES[this.dtype].ctor(this.length)
+        : checkHost('target', target, this.dtype, this.length);
+    native.download(handle, out);
+    return out as HostArrayOf<D>;
   }
 
-  /** Overwrites the array with a host typed array of the same dtype and length. */
-  copyFrom(source: HostArrayOf<D>): this {
-    const dtype = dtypeOfHost('source', source);
-    if (dtype !== this.dtype) throw typeError('source', `a typed array of ${this.dtype}`, source);
-    if (source.length !== this.length) {
-      throw rangeError('source', `${this.length} elements long`, `${source.length} elements`);
-    }
-    native.upload(this.handle(), source);
+  /**
+   * Overwrites elements `offset … offset + source.length − 1` with a host typed array of the same
+   * dtype (by default the whole array, from element 0). Returns once `source` has been read: from
+   * {@link pinned} memory the copy engine reads it directly and this waits for the copy; pageable
+   * memory is copied into pinned staging first, and the device copy then completes in stream order,
+   * before any later work on the array.
+   *
+   * @throws TypeError for another dtype or a detached buffer, RangeError when the source does not
+   *   fit at `offset`.
+   */
+  copyFrom(source: HostArrayOf<D>, options: CopyFromOptions = {}): this {
+    const [src, offset] = this.#checkSource(source, options);
+    native.upload(this.handle(), src, offset);
     return this;
+  }
+
+  /**
+   * {@link DeviceArray.copyFrom} without blocking the event loop: the device copy is enqueued on the
+   * library stream now (so later work on the array sees the new data), and the promise resolves, with
+   * this array, once `source` may be reused. Large pageable sources are uploaded by a thread of the
+   * library into a device temporary that the library stream then copies in order.
+   *
+   * @throws TypeError for another dtype or a detached buffer, RangeError when the source does not
+   *   fit at `offset` (thrown, not rejected).
+   */
+  copyFromAsync(source: HostArrayOf<D>, options: CopyFromOptions = {}): Promise<this> {
+    const [src, offset] = this.#checkSource(source, options);
+    return native.uploadAsync(this.handle(), src, offset).then(() => this);
+  }
+
+  #checkSource(source: unknown, options: CopyFromOptions): [HostArray, number] {
+    if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
+    const src = checkHost('source', source, this.dtype);
+    const offset = checkInteger('options.offset', options.offset ?? 0);
+    if (offset + src.length > this.length) {
+      throw rangeError(
+        'source',
+        `at most ${Math.max(0, this.length - offset)} elements long (offset ${offset})`,
+        `${src.length} elements`,
+      );
+    }
+    return [src, offset];
   }
 
   /** Sets every element to `value` (on the device). */
@@ -169,8 +270,9 @@ export class DeviceArray<D extends Dtype = Dtype> {
   }
 
   /**
-   * Releases the device memory now. Idempotent. A `toHost()` still in flight completes first; the
-   * memory is released when it does.
+   * Returns the device memory to the device's memory pool. Idempotent. Never waits for the device:
+   * the memory is released in the order of the library stream, after the work already queued on
+   * the array (a `toHost()` in flight included), and reused by later allocations.
    */
   free(): void {
     if (this.#handle === null) return;
@@ -189,7 +291,13 @@ export class DeviceArray<D extends Dtype = Dtype> {
   }
 }
 
-/** An uninitialised device array of `length` elements. */
+/**
+ * An uninitialised device array of `length` elements, from the device's memory pool (see
+ * {@link memoryPool}): no device synchronization, and memory freed earlier is reused.
+ *
+ * @throws CudaError `cudaErrorMemoryAllocation` when it does not fit even after the pool has given
+ *   its unused memory back to the driver.
+ */
 export function empty<D extends Dtype>(dtype: D, length: number, options: ArrayOptions = {}): DeviceArray<D> {
   checkDtype('dtype', dtype);
   checkInteger('length', length);
@@ -228,17 +336,17 @@ export function full<D extends Dtype>(
   return a;
 }
 
-/** Copies a host typed array to a new device array of the matching dtype. */
+/**
+ * Copies a host typed array to a new device array of the matching dtype (one native call: the
+ * allocation and the copy). Returns once `data` has been read; see {@link DeviceArray.copyFrom}.
+ */
 export function upload<T extends HostArray>(data: T, options: ArrayOptions = {}): DeviceArray<DtypeOfHost<T>> {
   const dtype = dtypeOfHost('data', data) as DtypeOfHost<T>;
-  const a = empty(dtype, data.length, options);
-  try {
-    native.upload(a.handle(), data);
-  } catch (e) {
-    a.free();
-    throw e;
-  }
-  return a;
+  checkHost('data', data, dtype);
+  const device = checkDevice(options.device ?? 0, 'options.device');
+  const shape = checkShape(options.shape, data.length);
+  const handle = native.alloc(device, DTYPES[dtype].code, data.length, data);
+  return new DeviceArray(handle, dtype, data.length, device, shape);
 }
 
 /** The dtype matching a host typed array type. */
@@ -263,6 +371,8 @@ export function checkArray<D extends Dtype>(name: string, value: unknown, dtype?
 /**
  * Device-to-device copy of `count` elements (default: all of `src`) from `src` at `srcOffset` to
  * `dst` at `dstOffset`. Both arrays must have the same dtype; they may be on different devices.
+ * `dst` and `src` may be the same array with overlapping ranges: the copy then behaves like
+ * `memmove` (it goes through a temporary from the pool).
  */
 export function copyDevice<D extends Dtype>(
   dst: DeviceArray<D>,

@@ -53,9 +53,61 @@ export function deviceProperties(device = 0): DeviceProperties {
   return native.deviceProperties(checkDevice(device));
 }
 
-/** Free and total device memory in bytes. */
-export function memoryInfo(device = 0): { free: number; total: number } {
+/** Device memory in bytes, from {@link memoryInfo}. */
+export interface MemoryInfo {
+  /**
+   * What the library can still allocate: the driver's free memory plus what the library's pool
+   * holds unused (freed arrays, kept for reuse). Freeing an array raises it, as it always did.
+   */
+  free: number;
+  /** The device's memory. */
+  total: number;
+  /**
+   * Free memory as the driver reports it (cudaMemGetInfo): what other code in this process or other
+   * processes can allocate. Lower than `free` by the pool's unused reserve; {@link trimMemoryPool}
+   * gives that back.
+   */
+  driverFree: number;
+}
+
+/** Free and total memory of `device` (default 0); see {@link MemoryInfo} for what `free` counts. */
+export function memoryInfo(device = 0): MemoryInfo {
   return native.memoryInfo(checkDevice(device));
+}
+
+/** What the library's memory pool of one device holds, in bytes. */
+export interface MemoryPoolStats {
+  /** Handed out and not yet freed: live DeviceArrays and the workspaces of running operations. */
+  used: number;
+  /** Taken from the driver: `used` plus freed memory kept for reuse. */
+  reserved: number;
+  /** The most `used` has been since the process started. */
+  highWater: number;
+  /**
+   * Allocations that found the device full, gave the pool's unused memory back to the driver and
+   * tried again (each then either fitted or threw `cudaErrorMemoryAllocation`).
+   */
+  oomRetries: number;
+}
+
+/**
+ * The memory pool of `device` (default 0). Every DeviceArray and every operation's workspace comes
+ * from it: freeing returns memory to the pool without waiting for the device, and later allocations
+ * reuse it. The pool keeps what it reserved until {@link trimMemoryPool} (or an allocation that
+ * would not fit otherwise) gives it back.
+ */
+export function memoryPool(device = 0): MemoryPoolStats {
+  return native.poolStats(checkDevice(device));
+}
+
+/**
+ * Gives the unused memory of `device`'s pool back to the driver until at most `keepBytes` (default
+ * 0) stay reserved, after waiting for the work queued on the device (frees take effect in stream
+ * order). Memory in use is never released. Useful before handing the GPU to other code in the same
+ * process; allocations do it themselves when the device is out of memory.
+ */
+export function trimMemoryPool(device = 0, keepBytes = 0): void {
+  native.poolTrim(checkDevice(device), checkInteger('keepBytes', keepBytes));
 }
 
 /** Waits until all work queued on `device` has finished. */

@@ -13,11 +13,15 @@ export {
   deviceCount,
   deviceProperties,
   memoryInfo,
+  memoryPool,
+  trimMemoryPool,
   synchronize,
   runtimeInfo,
   cublasInfo,
   type DeviceProperties,
   type RuntimeInfo,
+  type MemoryPoolStats,
+  type MemoryInfo,
 } from './device';
 export {
   DeviceArray,
@@ -34,7 +38,9 @@ export {
   type HostArrayOf,
   type DtypeOfHost,
   type ArrayOptions,
+  type CopyFromOptions,
 } from './array';
+export { pinned, isPinned, type PinnedArray } from './pinned';
 export { EventTimer, timed, type Timed } from './timing';
 export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from './ops/ata';
 export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';

@@ -60,10 +60,11 @@ describeGpu('device arrays', () => {
     expect(u.toHostSync()[3]).toBe(2 ** 32 - 1);
   });
 
-  test('copyFrom refuses another dtype or length', () => {
+  test('copyFrom refuses another dtype or a source that does not fit', () => {
     using a = ck.empty('float32', 8);
     expect(() => a.copyFrom(new Float64Array(8) as never)).toThrow(/source must be a typed array of float32/);
-    expect(() => a.copyFrom(new Float32Array(7))).toThrow(RangeError);
+    expect(() => a.copyFrom(new Float32Array(9))).toThrow(RangeError);
+    expect(() => a.copyFrom(new Float32Array(7), { offset: 2 })).toThrow(RangeError);
   });
 
   test('copyDevice copies sub-ranges and checks bounds and dtypes', () => {

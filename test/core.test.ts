@@ -14,7 +14,13 @@ describe('addon', () => {
     // `name?(` marks what only development builds have (the test hooks).
     const optional = [...body.matchAll(/^\s{2}(\w+)\?\(/gm)].map((m) => m[1]);
     expect(declared.length).toBeGreaterThan(10);
-    expect(optional.sort()).toEqual(['debugCurrentDevice', 'debugFault']);
+    expect(optional.sort()).toEqual([
+      'debugCurrentDevice',
+      'debugFault',
+      'debugHoldStream',
+      'debugReleaseStream',
+      'debugStreamBusy',
+    ]);
     expect(
       Object.keys(native)
         .filter((k) => !optional.includes(k))

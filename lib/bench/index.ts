@@ -6,6 +6,7 @@ import { copyFamily } from './copy';
 import { apspDistFamily, collectivesFamily, mlpDistFamily } from './dist';
 import { gemmFamily } from './gemm';
 import { mlpFamily } from './mlp';
+import { overheadFamily } from './overhead';
 import { peerFamily } from './peer';
 import { scanFamily } from './scan';
 import { stencilFamily } from './stencil';
@@ -24,6 +25,7 @@ export const families: Record<string, BenchFamily> = {
   collectives: collectivesFamily,
   'apsp-dist': apspDistFamily,
   'mlp-dist': mlpDistFamily,
+  overhead: overheadFamily,
 };
 
 export * from './harness';

@@ -15,6 +15,7 @@
 #include "core/cp_async.h"
 #include "core/launch.h"
 #include "core/math.h"
+#include "core/pool.h"
 
 namespace ck {
 namespace apsp {
@@ -636,9 +637,9 @@ struct RunResources {
   bool ownsD = false, ownsNext = false;
   cudaEvent_t events[2] = {nullptr, nullptr};
   ~RunResources() {
-    if (ownsD && d) cudaFreeAsync(d, stream);
-    if (ownsNext && next) cudaFreeAsync(next, stream);
-    if (hops) cudaFreeAsync(hops, stream);
+    if (ownsD && d) poolFree(d, stream);
+    if (ownsNext && next) poolFree(next, stream);
+    if (hops) poolFree(hops, stream);
     for (cudaEvent_t e : events)
       if (e) cudaEventDestroy(e);
   }
@@ -713,17 +714,17 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
   res.next = nextOut;
   const size_t bytes = static_cast<size_t>(np) * np * sizeof(int32_t);
   if (np != n) {
-    cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&res.d), bytes, stream);
+    cudaError_t err = poolMalloc(&res.d, bytes, stream);
     if (err != cudaSuccess) return err;
     res.ownsD = true;
     if (nextOut) {
-      err = cudaMallocAsync(reinterpret_cast<void**>(&res.next), bytes, stream);
+      err = poolMalloc(&res.next, bytes, stream);
       if (err != cudaSuccess) return err;
       res.ownsNext = true;
     }
   }
   if (nextOut) {
-    const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&res.hops), bytes, stream);
+    const cudaError_t err = poolMalloc(&res.hops, bytes, stream);
     if (err != cudaSuccess) return err;
   }
   unsigned blocks = 0;

@@ -80,7 +80,7 @@ cudaError_t launchUnpadRows(const int32_t* band, int32_t* out, int64_t n, int64_
 // next-hop matrix (next[i][j] = first vertex after i on a shortest path with the fewest edges among
 // the shortest, j when i == j, −1 when j is unreachable; a hop-count workspace comes with it). The diagonal
 // of `in` is taken as 0. Pads n up to a multiple of `factor` with vertices that reach nothing (a workspace
-// from cudaMallocAsync when n is not a multiple). Enqueues on `stream` without synchronizing unless
+// from the library pool when n is not a multiple). Enqueues on `stream` without synchronizing unless
 // `progress` is set, in which case it waits for each round (with the next one already queued) before
 // reporting it.
 cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,

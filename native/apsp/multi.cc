@@ -20,6 +20,7 @@
 #include "apsp/apsp.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/pool.h"
 #include "peer/peer.h"
 
 namespace ck {
@@ -68,7 +69,7 @@ struct Run {
     for (Gpu& g : gpus) {
       if (cudaSetDevice(g.dev) != cudaSuccess) continue;
       for (int32_t* p : {g.m, g.pan[0], g.pan[1], g.tmp})
-        if (p) cudaFree(p);
+        if (p) poolFree(p, g.main);  // after the waits above
       for (cudaEvent_t e : {g.sent[0], g.sent[1], g.doneRead[0], g.doneRead[1], g.col, g.rowDone, g.padded,
                             g.computed, g.recv})
         if (e) cudaEventDestroy(e);
@@ -167,8 +168,8 @@ void runBand(Run& r) {
   for (Gpu& g : r.gpus) {
     if (g.tiles == 0) continue;
     useDevice(g.dev);
-    CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.pan[0]), r.panelBytes()));
-    CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.pan[1]), r.panelBytes()));
+    CK_CUDA(poolMalloc(&g.pan[0], r.panelBytes(), g.main));
+    CK_CUDA(poolMalloc(&g.pan[1], r.panelBytes(), g.main));
     for (cudaEvent_t* e : {&g.sent[0], &g.sent[1], &g.doneRead[0], &g.doneRead[1], &g.col, &g.rowDone})
       *e = newEvent();
   }
@@ -344,11 +345,11 @@ void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out,
     const int64_t row0 = replicated ? 0 : g.tile0 * kT;
     const int64_t rows = replicated ? np : g.tiles * kT;
     const int64_t valid = std::max<int64_t>(0, std::min(rows, n - row0));
-    CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.m), static_cast<size_t>(rows * np) * sizeof(int32_t)));
+    CK_CUDA(poolMalloc(&g.m, static_cast<size_t>(rows * np) * sizeof(int32_t), g.main));
     const int32_t* src = valid > 0 ? in + row0 * n : nullptr;
     if (valid > 0 && g.dev != inDevice) {
       const size_t bytes = static_cast<size_t>(valid * n) * sizeof(int32_t);
-      CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.tmp), bytes));
+      CK_CUDA(poolMalloc(&g.tmp, bytes, g.main));
       CK_CUDA(cudaMemcpyPeerAsync(g.tmp, g.dev, src, inDevice, bytes, g.main));
       src = g.tmp;
     }
@@ -377,7 +378,7 @@ void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out,
     } else if (np == n) {
       CK_CUDA(cudaMemcpyPeerAsync(dst, outDevice, band, g.dev, bytes, g.main));
     } else {
-      if (!g.tmp) CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&g.tmp), bytes));
+      if (!g.tmp) CK_CUDA(poolMalloc(&g.tmp, bytes, g.main));
       check(launchUnpadRows(band, g.tmp, n, np, valid, g.main), "apsp multi unpad");
       CK_CUDA(cudaMemcpyPeerAsync(dst, outDevice, g.tmp, g.dev, bytes, g.main));
     }

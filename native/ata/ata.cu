@@ -6,6 +6,7 @@
 #include "ata.h"
 #include "core/cp_async.h"
 #include "core/math.h"
+#include "core/pool.h"
 
 namespace ck {
 namespace ata {
@@ -627,8 +628,7 @@ cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, c
   }
   double* ws = nullptr;
   cudaError_t err =
-      cudaMallocAsync(reinterpret_cast<void**>(&ws),
-                      static_cast<size_t>(splits) * tiles * Cfg::BM * Cfg::BM * sizeof(double), stream);
+      poolMalloc(&ws, static_cast<size_t>(splits) * tiles * Cfg::BM * Cfg::BM * sizeof(double), stream);
   if (err != cudaSuccess) return err;
   kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, ws, rows, n, T, bandRows, kPer);
   err = cudaGetLastError();
@@ -639,7 +639,7 @@ cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, c
                                                                                       Cfg::BM, splits);
     err = cudaGetLastError();
   }
-  const cudaError_t freeErr = cudaFreeAsync(ws, stream);
+  const cudaError_t freeErr = poolFree(ws, stream);
   return err != cudaSuccess ? err : freeErr;
 }
 

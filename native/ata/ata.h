@@ -24,7 +24,7 @@ cudaError_t launchTiled(const double* A, double* C, int64_t rows, int64_t cols, 
 // FP64 tensor cores (mma.sync f64: m8n8k4 on sm_80+, m16n8k4/m16n8k16 on sm_90+), split-K when there
 // are too few output tiles to fill the device. Below sm_80, or where its shared-memory needs exceed
 // the device's per-block limit, it runs launchTiled. When it splits K it allocates a workspace with
-// cudaMallocAsync on `stream` and frees it on the same stream.
+// the library pool (core/pool.h) on `stream` and frees it on the same stream.
 cudaError_t launchFast(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream);
 
 // Copies the upper triangle (row <= col) of the n×n row-major C into its lower triangle (used after

@@ -1,13 +1,21 @@
 #include "buffer.h"
 
 #include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "args.h"
 #include "compare.h"
 #include "device.h"
 #include "errors.h"
 #include "fill.h"
+#include "pool.h"
+#include "transfer.h"
 
 namespace ck {
 
@@ -15,13 +23,19 @@ namespace ck {
 // device pointer.
 static const napi_type_tag kBufferTag = {0x6375646b65726e6cULL, 0x2e62756666657231ULL};
 
+// Returns the memory to the device's pool on its library stream: after everything already queued
+// there (the array's last use), without waiting on the host.
 static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError) {
   if (b.released) return;
   b.released = true;
   if (b.ptr == nullptr) return;
   DeviceRestore restore;  // finalizers run outside guard()
-  cudaError_t err = cudaSetDevice(b.device);
-  if (err == cudaSuccess) err = cudaFree(b.ptr);
+  cudaError_t err = cudaSuccess;
+  try {
+    err = poolFree(b.ptr, libraryStream(b.device));
+  } catch (const CudaFailure&) {
+    err = cudaErrorInvalidDevice;  // the stream was never created: nothing can use the memory
+  }
   b.ptr = nullptr;
   // The C call, not Napi::MemoryManagement: this also runs in finalizers and while a worker's
   // environment is torn down, where a failing status must not become a C++ exception.
@@ -29,15 +43,14 @@ static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError) {
   napi_adjust_external_memory(env, -static_cast<int64_t>(b.bytes), &unused);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    if (throwOnError) throw CudaFailure(err, "cudaFree");
+    if (throwOnError) throw CudaFailure(err, "cudaFreeAsync");
   }
 }
 
 Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length) {
-  useDevice(device);
   const size_t elem = dtypeSize(dtype);
   if (length > SIZE_MAX / elem) {
-    throw CudaFailure("cudaErrorMemoryAllocation", "cudaMalloc",
+    throw CudaFailure("cudaErrorMemoryAllocation", "cudaMallocFromPoolAsync",
                       "cannot allocate " + std::to_string(length) + " elements: size overflows");
   }
   auto* b = new DeviceBuffer();
@@ -46,13 +59,21 @@ Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length) {
   b->dtype = dtype;
   b->device = device;
   if (b->bytes > 0) {
-    cudaError_t err = cudaMalloc(&b->ptr, b->bytes);
+    cudaError_t err = cudaSuccess;
+    try {
+      err = poolMalloc(&b->ptr, b->bytes, libraryStream(device));  // also checks the device
+    } catch (...) {
+      delete b;
+      throw;
+    }
     if (err != cudaSuccess) {
       delete b;
       cudaGetLastError();
-      throw CudaFailure(err, "cudaMalloc(" + std::to_string(length * elem) + " bytes)");
+      throw CudaFailure(err, "cudaMallocFromPoolAsync(" + std::to_string(length * elem) + " bytes)");
     }
     Napi::MemoryManagement::AdjustExternalMemory(env, static_cast<int64_t>(length * elem));
+  } else {
+    useDevice(device);  // a bad device index fails the same way for every length
   }
   auto handle = Napi::External<DeviceBuffer>::New(env, b, [](Napi::Env e, DeviceBuffer* buf) {
     // Safety net for arrays the user never freed; errors cannot be reported from here.
@@ -121,33 +142,122 @@ static napi_typedarray_type typedArrayTypeOf(Dtype d) {
   return napi_int8_array;
 }
 
-// The host memory of a typed array that must match `b` exactly in element type and length.
-static void* hostView(const Napi::Value& value, const DeviceBuffer& b, const char* name) {
+// A host typed array's memory, after checking its element type against `dtype` and that its
+// buffer is still attached (a transferred or freed pinned buffer has no memory behind it).
+struct HostSpan {
+  void* data = nullptr;
+  size_t length = 0;  // elements
+};
+
+static HostSpan hostSpan(const Napi::Value& value, Dtype dtype, const char* name) {
   Napi::Env env = value.Env();
   if (!value.IsTypedArray()) throw Napi::TypeError::New(env, std::string(name) + " must be a typed array");
   auto ta = value.As<Napi::TypedArray>();
-  if (ta.TypedArrayType() != typedArrayTypeOf(b.dtype)) {
-    throw Napi::TypeError::New(env, std::string(name) + " must hold " + dtypeName(b.dtype) + " elements");
+  if (ta.TypedArrayType() != typedArrayTypeOf(dtype)) {
+    throw Napi::TypeError::New(env, std::string(name) + " must hold " + dtypeName(dtype) + " elements");
   }
-  if (ta.ElementLength() != b.length) {
-    throw Napi::RangeError::New(env, std::string(name) + " has " + std::to_string(ta.ElementLength()) +
-                                         " elements, the device array " + std::to_string(b.length));
+  Napi::ArrayBuffer ab = ta.ArrayBuffer();
+  bool detached = false;
+  if (napi_is_detached_arraybuffer(env, ab, &detached) != napi_ok || detached) {
+    throw Napi::TypeError::New(env, std::string(name) + "'s buffer is detached (transferred or freed)");
   }
-  return static_cast<uint8_t*>(ta.ArrayBuffer().Data()) + ta.ByteOffset();
+  return {static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset(), ta.ElementLength()};
 }
 
-// alloc(device, dtype, length) -> handle
+// A typed array that must match `b` exactly in element type and length.
+static HostSpan hostView(const Napi::Value& value, const DeviceBuffer& b, const char* name) {
+  HostSpan h = hostSpan(value, b.dtype, name);
+  if (h.length != b.length) {
+    throw Napi::RangeError::New(value.Env(), std::string(name) + " has " + std::to_string(h.length) +
+                                                 " elements, the device array " + std::to_string(b.length));
+  }
+  return h;
+}
+
+// A source of at most length - offset elements, and the device address it goes to.
+static HostSpan sourceView(const Napi::CallbackInfo& info, const DeviceBuffer& b, size_t argSource,
+                           size_t argOffset, char** dst) {
+  HostSpan h = hostSpan(info[argSource], b.dtype, "source");
+  const uint64_t offset =
+      info.Length() > argOffset ? static_cast<uint64_t>(countArg(info, argOffset, "offset")) : 0;
+  if (offset > b.length || h.length > b.length - offset) {
+    throw Napi::RangeError::New(info.Env(), "source (" + std::to_string(h.length) + " elements) at offset " +
+                                                std::to_string(offset) + " does not fit the device array (" +
+                                                std::to_string(b.length) + " elements)");
+  }
+  *dst = static_cast<char*>(b.ptr) + offset * dtypeSize(b.dtype);
+  return h;
+}
+
+// Host → device, returning once the source has been read (the device copy may still be queued).
+static void uploadNow(char* dst, const void* src, size_t bytes, cudaStream_t s) {
+  if (bytes == 0) return;
+  if (findPinned(src, bytes) != nullptr) {
+    CK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    // Page-locked memory is read by the copy engine itself: wait until it has been.
+    CK_CUDA(cudaStreamSynchronize(s));
+  } else if (bytes <= kStageMax) {
+    Staging* st = stagingAcquire(bytes);
+    std::memcpy(st->ptr, src, bytes);
+    const cudaError_t err = cudaMemcpyAsync(dst, st->ptr, bytes, cudaMemcpyHostToDevice, s);
+    if (err != cudaSuccess) stagingRelease(st);
+    check(err, "cudaMemcpyAsync");
+    stagingRecycle(st, s);
+  } else {
+    ringUpload(dst, src, bytes, s);
+  }
+}
+
+// Device → host, returning when the host memory holds the data.
+static void downloadNow(void* dst, const void* src, size_t bytes, cudaStream_t s) {
+  if (bytes == 0) return;
+  if (findPinned(dst, bytes) != nullptr) {
+    CK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+  } else if (bytes <= kStageMax) {
+    Staging* st = stagingAcquire(bytes);
+    cudaError_t err = cudaMemcpyAsync(st->ptr, src, bytes, cudaMemcpyDeviceToHost, s);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+    if (err == cudaSuccess) std::memcpy(dst, st->ptr, bytes);
+    stagingRelease(st);
+    check(err, "cudaMemcpyAsync(device to host)");
+  } else {
+    ringDownload(dst, src, bytes, s);
+  }
+}
+
+// alloc(device, dtype, length[, source]) -> handle; with `source` (a typed array of the dtype and
+// length) also uploads it: one call for upload().
 static Napi::Value alloc(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int device = intArg(info, 0, "device");
   int dtype = intArg(info, 1, "dtype");
   if (dtype < 0 || dtype >= kDtypeCount) throw Napi::RangeError::New(env, "dtype code out of range");
   int64_t length = countArg(info, 2, "length");
-  return guard(
-      env, [&] { return newBuffer(env, device, static_cast<Dtype>(dtype), static_cast<size_t>(length)); });
+  const bool withSource = info.Length() > 3 && !info[3].IsUndefined();
+  HostSpan src;
+  if (withSource) {
+    src = hostSpan(info[3], static_cast<Dtype>(dtype), "source");
+    if (src.length != static_cast<uint64_t>(length))
+      throw Napi::RangeError::New(env, "source length differs");
+  }
+  return guard(env, [&] {
+    Napi::Value handle = newBuffer(env, device, static_cast<Dtype>(dtype), static_cast<size_t>(length));
+    if (withSource) {
+      DeviceBuffer& b = *handle.As<Napi::External<DeviceBuffer>>().Data();
+      try {
+        uploadNow(static_cast<char*>(b.ptr), src.data, b.bytes, libraryStream(device));
+      } catch (...) {
+        b.freed = true;
+        releaseMemory(env, b, false);
+        throw;
+      }
+    }
+    return handle;
+  });
 }
 
-// free(handle): idempotent. Memory still being copied by toHost() is released when that finishes.
+// free(handle): idempotent; returns the memory to the pool in stream order (no host wait).
 static Napi::Value freeBuffer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapAny(info[0], "array");
@@ -158,18 +268,13 @@ static Napi::Value freeBuffer(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// upload(handle, typedArray): host -> device, synchronous.
+// upload(handle, typedArray[, offset]): host -> device; returns once the source has been read.
 static Napi::Value upload(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapOutput(info[0], "array");
-  void* host = hostView(info[1], b, "source");
-  guard(env, [&] {
-    if (b.bytes == 0) return;
-    cudaStream_t s = libraryStream(b.device);
-    CK_CUDA(cudaMemcpyAsync(b.ptr, host, b.bytes, cudaMemcpyHostToDevice, s));
-    // The JS memory may move or be collected once we return: wait until the copy has read it.
-    CK_CUDA(cudaStreamSynchronize(s));
-  });
+  char* dst = nullptr;
+  HostSpan src = sourceView(info, b, 1, 2, &dst);
+  guard(env, [&] { uploadNow(dst, src.data, src.length * dtypeSize(b.dtype), libraryStream(b.device)); });
   return env.Undefined();
 }
 
@@ -177,67 +282,138 @@ static Napi::Value upload(const Napi::CallbackInfo& info) {
 static Napi::Value download(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapBuffer(info[0], "array");
-  void* host = hostView(info[1], b, "target");
-  guard(env, [&] {
-    if (b.bytes == 0) return;
-    cudaStream_t s = libraryStream(b.device);
-    CK_CUDA(cudaMemcpyAsync(host, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s));
-    CK_CUDA(cudaStreamSynchronize(s));
-  });
+  HostSpan host = hostView(info[1], b, "target");
+  guard(env, [&] { downloadNow(host.data, b.ptr, b.bytes, libraryStream(b.device)); });
   return env.Undefined();
 }
 
-// The copy and the wait run on a libuv worker thread so the event loop keeps turning.
-class DownloadWorker : public Napi::AsyncWorker {
+// ---- Asynchronous transfers ------------------------------------------------------------------
+//
+// Everything that touches the device array is enqueued on its library stream when the call is made,
+// so later calls (fill, copyFrom, an op writing it, free) cannot change what a toHost() resolves to,
+// and a copyFromAsync() lands before later work reads the array. What is left for a libuv worker
+// is waiting and host-side copying.
+
+// The gate of a large pageable copyFromAsync: the library stream waits (a host function) until a
+// thread of ours has uploaded the source into a temporary on the transfer stream; the temporary is
+// then copied into the array in the library stream's order.
+struct UploadGate {
+  std::mutex mutex;
+  std::condition_variable opened;
+  bool open = false;
+  std::unique_ptr<CudaFailure> failure;  // why the upload into the temporary failed, if it did
+
+  void release(const CudaFailure* f) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (f != nullptr && !failure) failure = std::make_unique<CudaFailure>(*f);
+    open = true;
+    opened.notify_all();
+  }
+};
+
+static void CUDART_CB waitForGate(void* data) {
+  auto* holder = static_cast<std::shared_ptr<UploadGate>*>(data);
+  {
+    UploadGate& g = **holder;
+    std::unique_lock<std::mutex> lock(g.mutex);
+    g.opened.wait(lock, [&] { return g.open; });
+  }
+  delete holder;
+}
+
+class TransferWorker : public Napi::AsyncWorker {
  public:
-  DownloadWorker(Napi::Env env, DeviceBuffer& b, Napi::Value handle, Napi::Object target, void* host,
-                 cudaStream_t stream)
-      : Napi::AsyncWorker(env, "cuda-kernels.toHost"),
-        buffer_(b),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        host_(host),
-        stream_(stream) {
-    handle_ = Napi::Persistent(handle);
-    target_ = Napi::Persistent(target);
-    buffer_.pending++;
+  enum class Mode {
+    Event,     // wait for `event` (pinned host memory was read or written directly)
+    Staged,    // wait for the staging block's event, then copy it into the host array
+    Snapshot,  // the array was copied into `temp` on the device; bring it down through a ring
+  };
+
+  TransferWorker(Napi::Env env, Mode mode, Napi::Value resolveWith, Napi::Value keepAlive)
+      : Napi::AsyncWorker(env, "cuda-kernels.transfer"),
+        mode_(mode),
+        deferred_(Napi::Promise::Deferred::New(env)) {
+    // References hold objects only (N-API 8): undefined is resolved without one.
+    if (resolveWith.IsObject()) resolve_ = Napi::Persistent(resolveWith);
+    keep_ = Napi::Persistent(keepAlive);
+  }
+  ~TransferWorker() override {
+    // Also reached when Queue() was never called (a failure while enqueuing).
+    if (event_ != nullptr) cudaEventDestroy(event_);
+    if (staging_ != nullptr) stagingRelease(staging_);
+    if (pinned_ != nullptr) pinnedRelease(pinned_);
   }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
+  int device = 0;
+  void* host = nullptr;
+  size_t bytes = 0;
+  void* temp = nullptr;
+  std::shared_ptr<UploadGate> gate;
+
+  // The event that says the enqueued work is done (created on the current device).
+  cudaEvent_t recordOn(cudaStream_t s) {
+    CK_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    CK_CUDA(cudaEventRecord(event_, s));
+    return event_;
+  }
+  void useStaging(Staging* s) { staging_ = s; }
+  void usePinned(PinnedBlock* b) {
+    pinnedRetain(b);
+    pinned_ = b;
+  }
+
   void Execute() override {
     DeviceRestore restore;  // a libuv pool thread, shared with other addons
-    err_ = cudaSetDevice(buffer_.device);
-    if (err_ != cudaSuccess) {
-      call_ = "cudaSetDevice";
-      return;
+    try {
+      switch (mode_) {
+        case Mode::Event: CK_CUDA(cudaEventSynchronize(event_)); break;
+        case Mode::Staged:
+          CK_CUDA(cudaEventSynchronize(staging_->event));
+          std::memcpy(host, staging_->ptr, bytes);
+          break;
+        case Mode::Snapshot: {
+          CK_CUDA(cudaSetDevice(device));
+          cudaStream_t ts = transferStream(device);
+          CK_CUDA(cudaStreamWaitEvent(ts, event_, 0));
+          try {
+            ringDownload(host, temp, bytes, ts);
+          } catch (...) {
+            poolFree(temp, ts);
+            temp = nullptr;
+            throw;
+          }
+          CK_CUDA(poolFree(temp, ts));
+          temp = nullptr;
+          break;
+        }
+      }
+      if (gate) {
+        std::lock_guard<std::mutex> lock(gate->mutex);
+        if (gate->failure) throw CudaFailure(*gate->failure);
+      }
+    } catch (const CudaFailure& f) {
+      failure_ = std::make_unique<CudaFailure>(f);
     }
-    err_ = cudaMemcpyAsync(host_, buffer_.ptr, buffer_.bytes, cudaMemcpyDeviceToHost, stream_);
-    if (err_ != cudaSuccess) {
-      call_ = "cudaMemcpyAsync";
-      return;
-    }
-    err_ = cudaStreamSynchronize(stream_);
-    if (err_ != cudaSuccess) call_ = "cudaStreamSynchronize";
   }
 
   // Settling the promise fails (and node-addon-api throws) when the environment is going away, a
   // worker terminated with this copy in flight: there is no one left to tell, so that is ignored.
   void OnOK() override {
     Napi::Env env = Env();
-    settleBuffer();
     try {
-      if (err_ != cudaSuccess) {
+      if (failure_) {
         cudaGetLastError();
-        deferred_.Reject(makeJsError(env, CudaFailure(err_, call_)).Value());
+        deferred_.Reject(makeJsError(env, *failure_).Value());
       } else {
-        deferred_.Resolve(target_.Value());
+        deferred_.Resolve(resolve_.IsEmpty() ? env.Undefined() : resolve_.Value());
       }
     } catch (const Napi::Error&) {
     }
   }
 
   void OnError(const Napi::Error& e) override {
-    settleBuffer();
     try {
       deferred_.Reject(e.Value());
     } catch (const Napi::Error&) {
@@ -245,36 +421,201 @@ class DownloadWorker : public Napi::AsyncWorker {
   }
 
  private:
-  void settleBuffer() {
-    buffer_.pending--;
-    if (buffer_.freed && buffer_.pending == 0) releaseMemory(Env(), buffer_, false);
-  }
-
-  DeviceBuffer& buffer_;
+  Mode mode_;
   Napi::Promise::Deferred deferred_;
-  Napi::Reference<Napi::Value> handle_;  // keeps the buffer alive until the copy is done
-  Napi::ObjectReference target_;
-  void* host_;
-  cudaStream_t stream_;
-  cudaError_t err_ = cudaSuccess;
-  std::string call_;
+  Napi::Reference<Napi::Value> resolve_;  // what the promise resolves to
+  Napi::Reference<Napi::Value> keep_;     // host memory the transfer uses, alive until it is done
+  cudaEvent_t event_ = nullptr;
+  Staging* staging_ = nullptr;
+  PinnedBlock* pinned_ = nullptr;
+  std::unique_ptr<CudaFailure> failure_;
 };
 
-// downloadAsync(handle, typedArray) -> Promise<typedArray>
+static Napi::Promise resolved(Napi::Env env, Napi::Value v) {
+  auto d = Napi::Promise::Deferred::New(env);
+  d.Resolve(v);
+  return d.Promise();
+}
+
+// downloadAsync(handle, typedArray) -> Promise<typedArray>; a snapshot of the array at call time.
 static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapBuffer(info[0], "array");
-  void* host = hostView(info[1], b, "target");
-  if (b.bytes == 0) {
-    auto d = Napi::Promise::Deferred::New(env);
-    d.Resolve(info[1]);
-    return d.Promise();
-  }
-  cudaStream_t stream = guard(env, [&] { return libraryStream(b.device); });
-  auto* worker = new DownloadWorker(env, b, info[0], info[1].As<Napi::Object>(), host, stream);
-  Napi::Promise p = worker->promise();
-  worker->Queue();
-  return p;
+  HostSpan host = hostView(info[1], b, "target");
+  if (b.bytes == 0) return resolved(env, info[1]);
+  return guard(env, [&]() -> Napi::Value {
+    cudaStream_t s = libraryStream(b.device);
+    using Mode = TransferWorker::Mode;
+    if (PinnedBlock* pin = findPinned(host.data, b.bytes)) {
+      auto* w = new TransferWorker(env, Mode::Event, info[1], info[1]);
+      try {
+        w->usePinned(pin);
+        CK_CUDA(cudaMemcpyAsync(host.data, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s));
+        w->recordOn(s);
+      } catch (...) {
+        delete w;
+        throw;
+      }
+      w->Queue();
+      return w->promise();
+    }
+    if (b.bytes <= kStageMax) {
+      auto* w = new TransferWorker(env, Mode::Staged, info[1], info[1]);
+      try {
+        Staging* st = stagingAcquire(b.bytes);
+        w->useStaging(st);
+        CK_CUDA(cudaMemcpyAsync(st->ptr, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s));
+        stagingRecord(st, s);
+      } catch (...) {
+        delete w;
+        throw;
+      }
+      w->host = host.data;
+      w->bytes = b.bytes;
+      w->Queue();
+      return w->promise();
+    }
+    // Large: snapshot on the device (3 TB/s), then down through a ring off the library stream.
+    void* temp = nullptr;
+    const cudaError_t err = poolMalloc(&temp, b.bytes, s);
+    if (err == cudaErrorMemoryAllocation) {
+      // No room for the snapshot: copy now, on this thread (correct, but it blocks).
+      downloadNow(host.data, b.ptr, b.bytes, s);
+      return resolved(env, info[1]);
+    }
+    check(err, "cudaMallocFromPoolAsync(toHost snapshot)");
+    auto* w = new TransferWorker(env, Mode::Snapshot, info[1], info[1]);
+    try {
+      CK_CUDA(cudaMemcpyAsync(temp, b.ptr, b.bytes, cudaMemcpyDeviceToDevice, s));
+      w->recordOn(s);
+    } catch (...) {
+      poolFree(temp, s);
+      delete w;
+      throw;
+    }
+    w->device = b.device;
+    w->host = host.data;
+    w->bytes = b.bytes;
+    w->temp = temp;
+    w->Queue();
+    return w->promise();
+  });
+}
+
+// uploadAsync(handle, typedArray[, offset]) -> Promise<undefined>, resolved once the source may be
+// reused. The device copy is ordered on the library stream at call time.
+static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& b = unwrapOutput(info[0], "array");
+  char* dst = nullptr;
+  HostSpan src = sourceView(info, b, 1, 2, &dst);
+  const size_t bytes = src.length * dtypeSize(b.dtype);
+  if (bytes == 0) return resolved(env, env.Undefined());
+  return guard(env, [&]() -> Napi::Value {
+    cudaStream_t s = libraryStream(b.device);
+    using Mode = TransferWorker::Mode;
+    if (PinnedBlock* pin = findPinned(src.data, bytes)) {
+      auto* w = new TransferWorker(env, Mode::Event, env.Undefined(), info[1]);
+      try {
+        w->usePinned(pin);
+        CK_CUDA(cudaMemcpyAsync(dst, src.data, bytes, cudaMemcpyHostToDevice, s));
+        w->recordOn(s);
+      } catch (...) {
+        delete w;
+        throw;
+      }
+      w->Queue();
+      return w->promise();
+    }
+    if (bytes <= kStageMax) {
+      // Small: through staging now; the source has been read on return.
+      uploadNow(dst, src.data, bytes, s);
+      return resolved(env, env.Undefined());
+    }
+    // Large: the library stream waits at a gate for a thread of ours that uploads the source into a
+    // temporary, then copies the temporary into the array in its own order. The temporary is
+    // allocated on the library stream and the thread writes it on a stream of its own (never one
+    // that other work shares: a wait queued there behind a gate could then wait for itself); the
+    // thread frees it once its copies are enqueued.
+    auto* w = new TransferWorker(env, Mode::Event, env.Undefined(), info[1]);
+    void* temp = nullptr;
+    const cudaError_t err = poolMalloc(&temp, bytes, s);
+    if (err != cudaSuccess) {
+      delete w;
+      if (err != cudaErrorMemoryAllocation) check(err, "cudaMallocFromPoolAsync(copyFromAsync temporary)");
+      uploadNow(dst, src.data, bytes, s);  // no room for a temporary: the blocking path
+      return resolved(env, env.Undefined());
+    }
+    auto gate = std::make_shared<UploadGate>();
+    w->gate = gate;
+    cudaEvent_t allocated = nullptr;
+    try {
+      CK_CUDA(cudaEventCreateWithFlags(&allocated, cudaEventDisableTiming));
+      CK_CUDA(cudaEventRecord(allocated, s));
+    } catch (...) {
+      if (allocated != nullptr) cudaEventDestroy(allocated);
+      poolFree(temp, s);
+      delete w;
+      throw;
+    }
+    auto* holder = new std::shared_ptr<UploadGate>(gate);
+    const cudaError_t e = cudaLaunchHostFunc(s, waitForGate, holder);
+    if (e != cudaSuccess) {
+      delete holder;
+      cudaEventDestroy(allocated);
+      poolFree(temp, s);
+      delete w;
+      check(e, "cudaLaunchHostFunc");
+    }
+    try {
+      CK_CUDA(cudaMemcpyAsync(dst, temp, bytes, cudaMemcpyDeviceToDevice, s));
+      w->recordOn(s);
+    } catch (const CudaFailure& f) {
+      cudaEventDestroy(allocated);
+      poolFree(temp, s);
+      gate->release(&f);  // never leave the stream blocked
+      delete w;
+      throw;
+    }
+    const int device = b.device;
+    const void* source = src.data;
+    auto stage = [gate, device, temp, source, bytes, allocated] {
+      DeviceRestore restore;
+      cudaStream_t own = nullptr;
+      cudaEvent_t done = nullptr;
+      std::unique_ptr<CudaFailure> failure;
+      try {
+        CK_CUDA(cudaSetDevice(device));
+        CK_CUDA(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+        CK_CUDA(cudaStreamWaitEvent(own, allocated, 0));
+        ringUpload(temp, source, bytes, own);
+        CK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        CK_CUDA(cudaEventRecord(done, own));
+        CK_CUDA(cudaEventSynchronize(done));
+      } catch (const CudaFailure& f) {
+        failure = std::make_unique<CudaFailure>(f);
+      }
+      // Freed only now, after our copies were enqueued: cudaFreeAsync retires the allocation at the
+      // call, and copies enqueued later that name it are refused (cudaErrorInvalidValue, seen on the
+      // H100 when the free was queued at call time). On the library stream: after the copy out of it.
+      try {
+        CK_CUDA(poolFree(temp, libraryStream(device)));
+      } catch (const CudaFailure& f) {
+        if (!failure) failure = std::make_unique<CudaFailure>(f);
+      }
+      if (done != nullptr) cudaEventDestroy(done);
+      if (own != nullptr) cudaStreamDestroy(own);
+      cudaEventDestroy(allocated);
+      gate->release(failure.get());
+    };
+    try {
+      std::thread(stage).detach();
+    } catch (const std::system_error&) {
+      stage();  // no thread to be had: do it here (blocking, but correct)
+    }
+    w->Queue();
+    return w->promise();
+  });
 }
 
 // fill(handle, value)
@@ -322,7 +663,9 @@ static Napi::Value copy(const Napi::CallbackInfo& info) {
     const char* s = static_cast<const char*>(src.ptr) + sOff * elem;
     const size_t bytes = static_cast<size_t>(count) * elem;
     if (dst.device == src.device) {
-      CK_CUDA(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, libraryStream(src.device)));
+      // One array with overlapping ranges is a memmove: through a temporary (cudaMemcpy's result
+      // is undefined for overlap).
+      deviceCopyWithin(d, s, bytes, libraryStream(src.device));
     } else {
       // Across devices: order after both devices' queued work, copy, and finish before returning.
       CK_CUDA(cudaStreamSynchronize(libraryStream(dst.device)));
@@ -345,27 +688,35 @@ static Napi::Value relativeError(const Napi::CallbackInfo& info) {
   return guard(env, [&] {
     cudaStream_t s = libraryStream(a.device);
     double* sums = nullptr;
-    CK_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&sums), 2 * sizeof(double), s));
-    double host[2] = {0, 0};
+    CK_CUDA(poolMalloc(&sums, 2 * sizeof(double), s));
+    Staging* host = stagingAcquire(2 * sizeof(double));
     cudaError_t err = cudaMemsetAsync(sums, 0, 2 * sizeof(double), s);
     if (err == cudaSuccess) err = launchDiffNorms(a.ptr, b.ptr, a.dtype, a.length, sums, s);
-    if (err == cudaSuccess) err = cudaMemcpyAsync(host, sums, sizeof host, cudaMemcpyDeviceToHost, s);
-    cudaError_t freed = cudaFreeAsync(sums, s);
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(host->ptr, sums, 2 * sizeof(double), cudaMemcpyDeviceToHost, s);
+    cudaError_t freed = poolFree(sums, s);
     if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+    double sq[2] = {0, 0};
+    std::memcpy(sq, host->ptr, sizeof sq);
+    stagingRelease(host);
     check(err, "relativeError");
     check(freed, "cudaFreeAsync");
-    const double r = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
+    const double r = sq[1] > 0 ? std::sqrt(sq[0] / sq[1]) : std::sqrt(sq[0]);
     return Napi::Number::New(env, r);
   });
 }
 
+void registerMemory(Napi::Env env, Napi::Object exports);
+
 void registerBuffers(Napi::Env env, Napi::Object exports) {
+  registerMemory(env, exports);
   exports.Set("relativeError", Napi::Function::New(env, relativeError, "relativeError"));
   exports.Set("alloc", Napi::Function::New(env, alloc, "alloc"));
   exports.Set("free", Napi::Function::New(env, freeBuffer, "free"));
   exports.Set("upload", Napi::Function::New(env, upload, "upload"));
   exports.Set("download", Napi::Function::New(env, download, "download"));
   exports.Set("downloadAsync", Napi::Function::New(env, downloadAsync, "downloadAsync"));
+  exports.Set("uploadAsync", Napi::Function::New(env, uploadAsync, "uploadAsync"));
   exports.Set("fill", Napi::Function::New(env, fill, "fill"));
   exports.Set("fillRandom", Napi::Function::New(env, fillRandom, "fillRandom"));
   exports.Set("copy", Napi::Function::New(env, copy, "copy"));

@@ -1,4 +1,6 @@
-// Device memory owned by JS: a DeviceBuffer behind a type-tagged External.
+// Device memory owned by JS: a DeviceBuffer behind a type-tagged External. The memory comes from
+// the device's library pool (pool.h) and goes back to it, in the library stream's order, on free()
+// or when the handle is garbage-collected.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,9 +20,12 @@ struct DeviceBuffer {
   size_t bytes = 0;
   Dtype dtype = Dtype::Float32;
   int device = 0;
-  bool freed = false;              // freed by the user: no further use
-  bool released = false;           // device memory returned to CUDA
-  int pending = 0;                 // asynchronous copies or running calls still using it: free() waits
+  bool freed = false;     // freed by the user: no further use
+  bool released = false;  // device memory returned to the pool
+  // Host-side users still holding the raw pointer across a return to JS (apsp's onRound: free() then
+  // defers the release until the call returns). Transfers need none: they are enqueued in stream
+  // order at call time.
+  int pending = 0;
   int writeLocks = 0;              // running calls that write it while JS runs (a progress callback)
   const char* lockedBy = nullptr;  // the first such call's name, for the error message
 
@@ -30,8 +35,8 @@ struct DeviceBuffer {
   }
 };
 
-// Allocates `length` elements of `dtype` on `device` and returns its handle; throws CudaError
-// (cudaErrorMemoryAllocation when it does not fit).
+// Allocates `length` elements of `dtype` on `device` from the pool and returns its handle; throws
+// CudaFailure (cudaErrorMemoryAllocation when it does not fit even after trimming the pool).
 Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length);
 
 // The buffer behind a handle, after checking the handle's type tag and that it was not freed.

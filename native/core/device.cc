@@ -54,15 +54,30 @@ void useDevice(int device) {
   CK_CUDA(cudaSetDevice(device));
 }
 
-cudaStream_t libraryStream(int device) {
+namespace {
+
+// One non-blocking stream per device and purpose, created on first use, never destroyed (a stream
+// destroyed at exit would race the driver's teardown).
+cudaStream_t streamOf(int device, int which) {
   static std::mutex mutex;
-  static std::vector<cudaStream_t> streams;
+  static std::vector<cudaStream_t> streams[2];
   useDevice(device);
   std::lock_guard<std::mutex> lock(mutex);
-  if (streams.empty()) streams.assign(static_cast<size_t>(runtimeStatus().deviceCount), nullptr);
-  cudaStream_t& stream = streams[static_cast<size_t>(device)];
+  std::vector<cudaStream_t>& all = streams[which];
+  if (all.empty()) all.assign(static_cast<size_t>(runtimeStatus().deviceCount), nullptr);
+  cudaStream_t& stream = all[static_cast<size_t>(device)];
   if (stream == nullptr) CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   return stream;
+}
+
+}  // namespace
+
+cudaStream_t libraryStream(int device) {
+  return streamOf(device, 0);
+}
+
+cudaStream_t transferStream(int device) {
+  return streamOf(device, 1);
 }
 
 }  // namespace ck

@@ -26,6 +26,11 @@ void useDevice(int device);
 // use, never destroyed). Makes the device current.
 cudaStream_t libraryStream(int device);
 
+// A second stream per device for the host side of asynchronous transfers (toHost() of large arrays
+// into pageable memory), so that they do not queue behind later work on the library stream. Work on
+// it waits for the library stream's events where it reads what the library stream wrote.
+cudaStream_t transferStream(int device);
+
 // "13.0" from 13000.
 std::string versionString(int cudaVersion);
 

@@ -6,6 +6,7 @@
 #include "args.h"
 #include "device.h"
 #include "errors.h"
+#include "pool.h"
 
 namespace ck {
 
@@ -108,9 +109,14 @@ Napi::Value memoryInfo(const Napi::CallbackInfo& info) {
     useDevice(device);
     size_t freeBytes = 0, total = 0;
     CK_CUDA(cudaMemGetInfo(&freeBytes, &total));
+    // What the library can still allocate: the driver's free memory plus what our pool holds
+    // unused (freed arrays and workspaces, kept for reuse). A leak lowers it; the pool's cache does not.
+    const PoolStats pool = poolStats(device);
+    const size_t cached = pool.reserved > pool.used ? pool.reserved - pool.used : 0;
     auto o = Napi::Object::New(env);
-    o.Set("free", static_cast<double>(freeBytes));
+    o.Set("free", static_cast<double>(freeBytes + cached));
     o.Set("total", static_cast<double>(total));
+    o.Set("driverFree", static_cast<double>(freeBytes));
     return o;
   });
 }

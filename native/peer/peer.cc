@@ -5,6 +5,8 @@
 
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/pool.h"
+#include "core/transfer.h"
 
 namespace ck {
 namespace peer {
@@ -81,6 +83,9 @@ void enable(int a, int b) {
   std::lock_guard<std::mutex> lock(mutex);
   enableOneWay(a, b);
   enableOneWay(b, a);
+  // Pool memory (every DeviceArray) does not follow cudaDeviceEnablePeerAccess.
+  poolAllowPeer(a, b);
+  poolAllowPeer(b, a);
 }
 
 void copyAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t bytes) {
@@ -88,7 +93,7 @@ void copyAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t 
   cudaStream_t ss = libraryStream(srcDevice);
   cudaStream_t ds = libraryStream(dstDevice);
   if (srcDevice == dstDevice) {
-    CK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ds));
+    deviceCopyWithin(dst, src, bytes, ds);  // overlapping ranges of one array: through a temporary
     return;
   }
   streamAfter(ds, ss, srcDevice);  // the source's producers first
@@ -101,6 +106,11 @@ void copyViaHostAsync(void* dst, int dstDevice, const void* src, int srcDevice, 
   if (bytes == 0) return;
   cudaStream_t ss = libraryStream(srcDevice);
   cudaStream_t ds = libraryStream(dstDevice);
+  if (srcDevice == dstDevice && rangesOverlap(dst, src, bytes)) {
+    // Chunk by chunk, a later chunk would read what an earlier one already overwrote.
+    deviceCopyWithin(dst, src, bytes, ds);
+    return;
+  }
   HostRing& ring = hostRing();
   std::lock_guard<std::mutex> lock(ring.mutex);
   if (!ring.base) {

@@ -21,12 +21,13 @@ void enable(int a, int b);
 // destination's library stream after the work already queued on both devices' library streams, and
 // later work on the source's library stream waits for it (it may overwrite the source). Uses the
 // direct path where peer access is enabled; cudaMemcpyPeerAsync stages through the host otherwise.
+// Overlapping ranges on one device (one array) are copied as by memmove, through a temporary.
 void copyAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t bytes);
 
 // The same copy through pinned host memory (a process-wide ring of kHostChunks chunks of
 // kHostChunkBytes, allocated on first use): device → host on the source's stream, host → device on the
 // destination's, chunk by chunk so the two directions overlap. For comparison with copyAsync, and
-// where peer access is impossible.
+// where peer access is impossible. Overlapping ranges on one device go through a device temporary.
 void copyViaHostAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t bytes);
 
 constexpr int kHostChunks = 4;

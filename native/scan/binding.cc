@@ -1,6 +1,7 @@
 // N-API glue for scan and reduce: unwrap, re-check, launch, nothing else.
 #include <napi.h>
 
+#include <cstring>
 #include <string>
 
 #include "core/args.h"
@@ -8,6 +9,8 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/method_names.h"
+#include "core/pool.h"
+#include "core/transfer.h"
 #include "scan/methods.h"
 #include "scan/scan.h"
 
@@ -50,16 +53,20 @@ Napi::Value reduceRun(const Napi::CallbackInfo& info) {
   return guard(env, [&] {
     cudaStream_t stream = libraryStream(in.device);
     double* result = nullptr;
-    CK_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&result), sizeof(double), stream));
-    double host = 0;
+    CK_CUDA(poolMalloc(&result, sizeof(double), stream));
+    Staging* host = stagingAcquire(sizeof(double));  // pinned: the 8 bytes come back by DMA
     cudaError_t err =
         scan::launchReduce(in.ptr, in.dtype, in.length, static_cast<scan::ReduceOp>(op), result, stream);
-    if (err == cudaSuccess) err = cudaMemcpyAsync(&host, result, sizeof host, cudaMemcpyDeviceToHost, stream);
-    const cudaError_t freed = cudaFreeAsync(result, stream);
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(host->ptr, result, sizeof(double), cudaMemcpyDeviceToHost, stream);
+    const cudaError_t freed = poolFree(result, stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    double value = 0;
+    std::memcpy(&value, host->ptr, sizeof value);
+    stagingRelease(host);
     check(err, "reduce");
     check(freed, "cudaFreeAsync");
-    return Napi::Number::New(env, host);
+    return Napi::Number::New(env, value);
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/block_reduce.cuh"
 #include "core/math.h"
+#include "core/pool.h"
 #include "scan.h"
 
 namespace ck {
@@ -454,7 +455,7 @@ cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStre
   // Counter first (its own 16 bytes), tile states after; all zero = "no tile taken, all invalid".
   const size_t wsBytes = 16 + Status::bytes(numTiles);
   char* ws = nullptr;
-  err = cudaMallocAsync(reinterpret_cast<void**>(&ws), wsBytes, stream);
+  err = poolMalloc(&ws, wsBytes, stream);
   if (err != cudaSuccess) return err;
   err = cudaMemsetAsync(ws, 0, wsBytes, stream);
   if (err == cudaSuccess) {
@@ -463,7 +464,7 @@ cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStre
                                          reinterpret_cast<unsigned long long*>(ws));
     err = cudaGetLastError();
   }
-  const cudaError_t freeErr = cudaFreeAsync(ws, stream);
+  const cudaError_t freeErr = poolFree(ws, stream);
   return err != cudaSuccess ? err : freeErr;
 }
 
@@ -535,8 +536,7 @@ cudaError_t blocksScan(const T* in, T* out, size_t n, bool inclusive, cudaStream
     return cudaGetLastError();
   }
   T* sums = nullptr;
-  cudaError_t err =
-      cudaMallocAsync(reinterpret_cast<void**>(&sums), static_cast<size_t>(numTiles) * sizeof(T), stream);
+  cudaError_t err = poolMalloc(&sums, static_cast<size_t>(numTiles) * sizeof(T), stream);
   if (err != cudaSuccess) return err;
   scan_tile_reduce_kernel<T, kBlocksThreads, kItems>
       <<<static_cast<unsigned>(numTiles), kBlocksThreads, 0, stream>>>(in, static_cast<int64_t>(n), al.pre,
@@ -550,7 +550,7 @@ cudaError_t blocksScan(const T* in, T* out, size_t n, bool inclusive, cudaStream
                                                                          al.pre, al.vec, inclusive, sums);
     err = cudaGetLastError();
   }
-  const cudaError_t freeErr = cudaFreeAsync(sums, stream);
+  const cudaError_t freeErr = poolFree(sums, stream);
   return err != cudaSuccess ? err : freeErr;
 }
 
@@ -632,11 +632,11 @@ cudaError_t cubScan(const T* in, T* out, size_t n, bool inclusive, cudaStream_t 
                               : cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, items, stream);
   if (err != cudaSuccess) return err;
   void* temp = nullptr;
-  err = cudaMallocAsync(&temp, bytes, stream);
+  err = poolMalloc(&temp, bytes, stream);
   if (err != cudaSuccess) return err;
   err = inclusive ? cub::DeviceScan::InclusiveSum(temp, bytes, in, out, items, stream)
                   : cub::DeviceScan::ExclusiveSum(temp, bytes, in, out, items, stream);
-  const cudaError_t freeErr = cudaFreeAsync(temp, stream);
+  const cudaError_t freeErr = poolFree(temp, stream);
   return err != cudaSuccess ? err : freeErr;
 }
 
@@ -808,8 +808,7 @@ cudaError_t reduceWith(const T* in, size_t n, bool asSigned, double* result, cud
   const int blocks = static_cast<int>(wanted < cap ? wanted : cap);
 
   Acc* partials = nullptr;
-  err =
-      cudaMallocAsync(reinterpret_cast<void**>(&partials), static_cast<size_t>(blocks) * sizeof(Acc), stream);
+  err = poolMalloc(&partials, static_cast<size_t>(blocks) * sizeof(Acc), stream);
   if (err != cudaSuccess) return err;
   reduce_to_block_partials_kernel<T, Op>
       <<<blocks, kReduceThreads, 0, stream>>>(in, static_cast<int64_t>(n), head, partials);
@@ -819,7 +818,7 @@ cudaError_t reduceWith(const T* in, size_t n, bool asSigned, double* result, cud
         <<<1, kReduceThreads, 0, stream>>>(partials, blocks, asSigned, result);
     err = cudaGetLastError();
   }
-  const cudaError_t freeErr = cudaFreeAsync(partials, stream);
+  const cudaError_t freeErr = poolFree(partials, stream);
   return err != cudaSuccess ? err : freeErr;
 }
 

@@ -16,7 +16,7 @@ namespace scan {
 // Integer sums wrap around modulo 2^32 (two's complement for int32). Floats accumulate in their own
 // type, in an order that differs between methods (float addition is not associative).
 // Each launcher enqueues on `stream`, never synchronizes, and returns the first CUDA error; n == 0
-// does nothing. Workspace, where a method needs one, comes from cudaMallocAsync/cudaFreeAsync on
+// does nothing. Workspace, where a method needs one, comes from the library pool (core/pool.h) on
 // `stream`. Pointers must be aligned to their element size; 16-byte vector access is used where
 // in and out share the same offset modulo 16 bytes, scalar access otherwise.
 

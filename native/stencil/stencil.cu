@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/block_reduce.cuh"
+#include "core/pool.h"
 #include "stencil.h"
 
 namespace ck {
@@ -575,7 +576,7 @@ cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, co
   using namespace detail;
   if (pb.rows < 1 || pb.cols < 1 || pb.maxIterations < 1 || pb.checkEvery < 1) return cudaErrorInvalidValue;
   State* st = nullptr;
-  cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&st), sizeof(State), stream);
+  cudaError_t err = poolMalloc(&st, sizeof(State), stream);
   if (err != cudaSuccess) return err;
   switch (dtype) {
     case Dtype::Float32:
@@ -588,7 +589,7 @@ cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, co
       break;
     default: err = cudaErrorInvalidValue;
   }
-  const cudaError_t freed = cudaFreeAsync(st, stream);
+  const cudaError_t freed = poolFree(st, stream);
   const cudaError_t synced = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) return err;
   return freed != cudaSuccess ? freed : synced;

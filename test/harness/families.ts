@@ -647,6 +647,156 @@ const mlpFamily: Family<MlpP> = {
   },
 };
 
+// ---------------------------------------------------------------------------------------------
+// transfer: host ↔ device copies through every path (pinned staging for small arrays, the pinned
+// ring for large ones, pinned memory directly, the asynchronous forms, offsets), the snapshot that
+// toHost() takes at call time, and copies within one array whose ranges overlap.
+
+interface TransferP {
+  length: number;
+  dtype: ck.Dtype;
+  /** Where copyFrom writes / copyWithin moves to (taken modulo length + 1). */
+  offset: number;
+  seed: number;
+}
+
+const HOST_CTORS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, uint32: Uint32Array };
+const poisonOf = (dtype: ck.Dtype) =>
+  dtype === 'float32' || dtype === 'float64' ? NaN : dtype === 'int32' ? -123456789 : 0xdeadbeef;
+
+/** Host memory for a target or source: pageable, or pinned (freed by the check). */
+function hostBuffer(dtype: ck.Dtype, n: number, pinnedMemory: boolean): ck.HostArray {
+  const a = pinnedMemory ? ck.pinned(dtype, n) : new HOST_CTORS[dtype](n);
+  return a.fill(poisonOf(dtype));
+}
+
+const freeHost = (a: ck.HostArray) => (a as Partial<ck.PinnedArray>).free?.();
+
+/** null when `got` equals `want` element for element (NaN equal to NaN), else the first difference. */
+function sameElements(got: ArrayLike<number>, want: ArrayLike<number>): string | null {
+  if (got.length !== want.length) return `length ${got.length} ≠ ${want.length}`;
+  for (let i = 0; i < want.length; i++) {
+    if (!(got[i] === want[i] || (got[i] !== got[i] && want[i] !== want[i])))
+      return `element ${i}: ${got[i]} ≠ ${want[i]}`;
+  }
+  return null;
+}
+
+const transferFamily: Family<TransferP> = {
+  name: 'transfer',
+  methods: [
+    'toHost',
+    'toHostSync',
+    'toHost/pinned',
+    'toHostSync/pinned',
+    'toHost/snapshot',
+    'copyFrom',
+    'copyFromAsync',
+    'copyFrom/pinned',
+    'copyFromAsync/pinned',
+    'copyWithin',
+  ],
+  // Up to 8× the scan lengths: large enough (natively up to 19 MB) for several chunks of the ring.
+  params: (l) =>
+    fc.record({
+      length: lengthArb(8 * l.length),
+      dtype: fc.constantFrom(...ck.dtypes),
+      offset: fc.nat(),
+      seed: fc.nat(),
+    }),
+  label: (p) => `${p.dtype}[${p.length}] offset ${p.offset % (p.length + 1)}`,
+  // Input, output and a snapshot of the same size: a third each.
+  sized: (bytes, seed) => ({ length: Math.max(1, Math.floor(bytes / 24)), dtype: 'float64', offset: 7, seed }),
+  prepare(p) {
+    const host = hostData(p.dtype, p.length, p.seed);
+    const a = ck.upload(host);
+    const off = p.offset % (p.length + 1);
+    return {
+      inputs: [a],
+      run(label) {
+        const [method, kind] = label.split('/');
+        const pinnedMemory = kind === 'pinned';
+        if (method === 'toHost' || method === 'toHostSync') {
+          const target = hostBuffer(p.dtype, p.length, pinnedMemory);
+          let snapshot: DeviceArray | undefined;
+          try {
+            if (kind === 'snapshot') snapshot = a.clone();
+            const src = snapshot ?? a;
+            const done = method === 'toHost' ? src.toHost(target) : Promise.resolve(src.toHostSync(target));
+            // Written right after the call: the promise must still resolve to the data before it.
+            snapshot?.fillRandom(p.seed + 1);
+            return {
+              outputs: snapshot ? [snapshot] : [],
+              async check() {
+                try {
+                  const got = await done;
+                  if (got !== target) return 'did not resolve to the target';
+                  return sameElements(got, host);
+                } finally {
+                  freeHost(target);
+                }
+              },
+            };
+          } catch (e) {
+            snapshot?.free();
+            freeHost(target);
+            throw e;
+          }
+        }
+        if (method === 'copyFrom' || method === 'copyFromAsync') {
+          const source = hostBuffer(p.dtype, p.length - off, pinnedMemory);
+          source.set(host.subarray(0, p.length - off));
+          let out: DeviceArray | undefined;
+          try {
+            out = poisoned(p.dtype, p.length);
+            const done =
+              method === 'copyFrom'
+                ? Promise.resolve(out.copyFrom(source as never, { offset: off }))
+                : out.copyFromAsync(source as never, { offset: off });
+            // Read before awaiting: the copy is ordered before later work on the array.
+            const early = out.toHost();
+            const want = new HOST_CTORS[p.dtype](p.length).fill(poisonOf(p.dtype));
+            want.set(host.subarray(0, p.length - off), off);
+            const o = out;
+            return {
+              outputs: [o],
+              async check() {
+                try {
+                  if ((await done) !== o) return 'did not resolve to the array';
+                  return sameElements(await early, want);
+                } finally {
+                  freeHost(source);
+                }
+              },
+            };
+          } catch (e) {
+            out?.free();
+            freeHost(source);
+            throw e;
+          }
+        }
+        // copyWithin: one array, overlapping ranges, forwards or backwards by the seed's parity.
+        const out = a.clone();
+        const count = p.length - off;
+        const [dstOffset, srcOffset] = p.seed % 2 ? [off, 0] : [0, off];
+        try {
+          ck.copyDevice(out, out, { dstOffset, srcOffset, count });
+        } catch (e) {
+          out.free();
+          throw e;
+        }
+        const want = host.slice().copyWithin(dstOffset, srcOffset, srcOffset + count);
+        return {
+          outputs: [out],
+          async check() {
+            return sameElements(await out.toHost(), want);
+          },
+        };
+      },
+    };
+  },
+};
+
 /** Every family, in a fixed order. Add new families here. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const FAMILIES: readonly Family<any>[] = [
@@ -657,6 +807,7 @@ export const FAMILIES: readonly Family<any>[] = [
   stencilFamily,
   apspFamily,
   mlpFamily,
+  transferFamily,
 ];
 
 /**

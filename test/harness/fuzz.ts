@@ -211,6 +211,38 @@ const TARGETS: Target[] = [
     call: f((a: DeviceArray, s: unknown) => a.copyFrom(s as never)),
   },
   {
+    name: 'DeviceArray.toHost(target)',
+    base: () => [arrayOf('float32', 3), new Float32Array(3)],
+    call: f((a: DeviceArray, t: unknown) => a.toHost(t as never)),
+  },
+  {
+    name: 'DeviceArray.toHostSync(target)',
+    base: () => [arrayOf('uint32', 5), new Uint32Array(5)],
+    call: f((a: DeviceArray, t: unknown) => a.toHostSync(t as never)),
+  },
+  {
+    name: 'DeviceArray.copyFrom at an offset',
+    base: () => [arrayOf('float64', 6), new Float64Array(4), { offset: 2 }],
+    options: 2,
+    call: f((a: DeviceArray, s: unknown, o: unknown) => a.copyFrom(s as never, o as never)),
+  },
+  {
+    name: 'DeviceArray.copyFromAsync',
+    base: () => [arrayOf('int32', 6), new Int32Array(5), { offset: 1 }],
+    options: 2,
+    call: f((a: DeviceArray, s: unknown, o: unknown) => a.copyFromAsync(s as never, o as never)),
+  },
+  {
+    name: 'pinned',
+    base: () => ['float32', 5],
+    call: f((d: unknown, n: unknown) => ck.pinned(d as ck.Dtype, n as number).free()),
+    // Valid but slow: page-locking gigabytes of host memory.
+    skip: (a) => big(a[1], 1e7),
+  },
+  { name: 'isPinned', base: () => [new Float32Array(2)], call: f(ck.isPinned) },
+  { name: 'memoryPool', base: () => [0], call: f(ck.memoryPool) },
+  { name: 'trimMemoryPool', base: () => [0, 1 << 20], call: f(ck.trimMemoryPool) },
+  {
     name: 'DeviceArray.fill',
     base: () => [arrayOf('uint32', 3), 7],
     call: f((a: DeviceArray, v: unknown) => a.fill(v as never)),
