@@ -2,7 +2,7 @@
 // (under `cuda-kernels launch`, under mpirun, or directly) and reads their `CK-RESULT` lines. With
 // fewer GPUs than ranks, the ranks share GPUs (each its own NCCL_HOSTID, so NCCL joins them over its
 // socket transport): every behaviour is checked, no speed is measured. Skipped without a GPU or NCCL.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -27,7 +27,17 @@ function describeNccl(name: string, fn: () => void): void {
   }
 }
 
-const port = () => String(20000 + Math.floor(Math.random() * 20000));
+// A port the OS says is free right now (a random one collided once on the H100: "bind failed:
+// Address already in use"), for rank 0's bootstrap.
+const port = (): string =>
+  execFileSync(
+    process.execPath,
+    [
+      '-e',
+      "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })",
+    ],
+    { encoding: 'utf8' },
+  ).trim();
 
 function baseEnv(ranks: number, extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {

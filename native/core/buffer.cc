@@ -595,18 +595,22 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
       } catch (const CudaFailure& f) {
         failure = std::make_unique<CudaFailure>(f);
       }
-      // Freed only now, after our copies were enqueued: cudaFreeAsync retires the allocation at the
-      // call, and copies enqueued later that name it are refused (cudaErrorInvalidValue, seen on the
-      // H100 when the free was queued at call time). On the library stream: after the copy out of it.
-      try {
-        CK_CUDA(poolFree(temp, libraryStream(device)));
-      } catch (const CudaFailure& f) {
-        if (!failure) failure = std::make_unique<CudaFailure>(f);
-      }
       if (done != nullptr) cudaEventDestroy(done);
       if (own != nullptr) cudaStreamDestroy(own);
       cudaEventDestroy(allocated);
+      // Open the gate before any call that names the library stream: while its host function
+      // waits here, a cudaFreeAsync onto that stream from this thread never returned (a hang on the
+      // H100 at 5e10f64, with the JS thread waiting for the same stream in reduce()).
       gate->release(failure.get());
+      // Freed only now, after our copies were enqueued: cudaFreeAsync retires the allocation at the
+      // call, and copies enqueued later that name it are refused (cudaErrorInvalidValue, seen on the
+      // H100 when the free was queued at call time). On the library stream, after the copy out of
+      // it that was queued at call time. A failure here has no one left to tell (the promise settles
+      // on that copy): the memory then stays with the pool until it is trimmed.
+      try {
+        if (poolFree(temp, libraryStream(device)) != cudaSuccess) cudaGetLastError();
+      } catch (const CudaFailure&) {
+      }
     };
     try {
       std::thread(stage).detach();
