@@ -334,20 +334,27 @@ describeGpu('transfers into caller buffers', () => {
     expectThrows(() => a.copyFromAsync(new Float32Array(8)), 'TypeError', /freed/);
   });
 
-  test('copyFromAsync is ordered before later work, and timers fire while a large one runs', async () => {
+  test('copyFromAsync is ordered before later work; from pinned memory, timers fire while a large one runs', async () => {
     const n = 64 * MiB; // 256 MiB of float32
+    using a = ck.zeros('float32', n);
+    // Pageable: staged at the call (the JS thread copies into pinned blocks), ordered on the stream.
     const host = new Float32Array(n);
     for (let i = 0; i < n; i += 4099) host[i] = i % 1000;
     host[n - 1] = 12345;
-    using a = ck.zeros('float32', n);
+    const staged = a.copyFromAsync(host);
+    expect(ck.reduce(a, 'max')).toBe(12345);
+    await staged;
+    // Pinned: the copy engine reads the source while the event loop turns.
+    using src = ck.pinned('float32', n);
+    src.fill(2);
     let ticks = 0;
     const interval = setInterval(() => ticks++, 1);
     try {
-      const pending = a.copyFromAsync(host);
+      const pending = a.copyFromAsync(src);
       // Queued after the copy on the library stream: sees the new data without awaiting it.
-      expect(ck.reduce(a, 'max')).toBe(12345);
+      expect(ck.reduce(a, 'max')).toBe(2);
       await pending;
-      await a.copyFromAsync(host.fill(2));
+      await new Promise((r) => setTimeout(r, 5));
     } finally {
       clearInterval(interval);
     }

@@ -132,7 +132,9 @@ describeOom(
             `CudaError cudaErrorMemoryAllocation, ${tally.ok} fitted and were correct; largest free-memory change ` +
             `${tally.worstLeak} bytes (first calls kept ${tally.lazy} bytes of lazily loaded code or cuBLAS work space, their repeats nothing)`,
         );
-        expect(tally.oom).toBeGreaterThan(0);
+        // reduce's work space is a few KiB, which the memory pool serves from the memory it keeps even
+        // when the device is full (seen on the H100 at 5e10f64): no fill level makes it fail.
+        if (name !== 'reduce') expect(tally.oom).toBeGreaterThan(0);
       },
       600_000,
     );
@@ -180,8 +182,10 @@ describeGpu('kernel faults', () => {
           timeout: 120_000,
         },
       );
-      expect(child.signal).toBeNull();
-      expect(child.status).toBe(0);
+      if (child.signal || child.status !== 0)
+        throw new Error(
+          `sticky-fault child ended by ${child.signal ?? child.status}:\n${child.stdout}\n${child.stderr}`,
+        );
       const seen = JSON.parse(child.stdout.trim().split('\n').pop()!);
       expect(seen.before).toEqual([1, 2, 3]);
       expect(seen.fault.isCudaError).toBe(true);

@@ -29,7 +29,10 @@ describeGpu('load', () => {
     const after = ck.memoryInfo().free;
     report(`load: ${COUNT} concurrent toHost() → ${COUNT - mismatches} exact, memory free ${before} → ${after}`);
     expect(mismatches).toBe(0);
-    if (!SANITIZER) expect(Math.abs(before - after)).toBeLessThanOrEqual(2 ** 20);
+    // One 2 MiB driver chunk either way, as in the fuzz suite: the memory pool maps its memory in 2 MiB
+    // granules (2,097,152 bytes lower after this test on the H100 at 5e10f64). A leak grows with the
+    // 1000 calls; a granule does not.
+    if (!SANITIZER) expect(Math.abs(before - after)).toBeLessThanOrEqual(2 ** 21);
   });
 
   test('toHost() promises racing kernels that write the arrays: each copy sees the finished kernel', async () => {

@@ -108,7 +108,8 @@ export const collectivesFamily: BenchFamily = {
   description:
     'NCCL allReduce (sum) and broadcast of float32, in place, bus bandwidth over processes, beside torch.distributed in the same run (GB/s, nccl-tests definition)',
   bandwidth: false,
-  plan: () => 4,
+  // No steps where rankPlan() skips the family (fewer than 2 GPUs and no CK_BENCH_RANKS).
+  plan: () => (rankPlan().ranks === 0 ? 0 : 4),
   run(ctx) {
     const plan = rankPlan();
     if (plan.ranks === 0) {
@@ -205,7 +206,7 @@ export const apspDistFamily: BenchFamily = {
   op: 'apsp',
   description:
     'all-pairs shortest paths over processes through NCCL, beside 1 GPU and the in-process band scheme (Grelax/s = n³/time/1e9)',
-  plan: (ctx) => (ctx.sizes ?? [ctx.quick ? 4096 : 32768]).length * 4,
+  plan: (ctx) => (rankPlan().ranks === 0 ? 0 : (ctx.sizes ?? [ctx.quick ? 4096 : 32768]).length * 4),
   run(ctx) {
     const plan = rankPlan();
     if (plan.ranks === 0) {
@@ -305,7 +306,7 @@ export const mlpDistFamily: BenchFamily = {
   op: 'mlp',
   description:
     'data-parallel MLP epoch over processes (gradients all-reduced each batch) beside one GPU (TFLOP/s = 6·P·Σ n_l·n_{l+1}/time)',
-  plan: () => 2,
+  plan: () => (rankPlan().ranks === 0 ? 0 : 2),
   run(ctx) {
     const plan = rankPlan();
     if (plan.ranks === 0) {

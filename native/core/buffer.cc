@@ -294,33 +294,6 @@ static Napi::Value download(const Napi::CallbackInfo& info) {
 // and a copyFromAsync() lands before later work reads the array. What is left for a libuv worker
 // is waiting and host-side copying.
 
-// The gate of a large pageable copyFromAsync: the library stream waits (a host function) until a
-// thread of ours has uploaded the source into a temporary on the transfer stream; the temporary is
-// then copied into the array in the library stream's order.
-struct UploadGate {
-  std::mutex mutex;
-  std::condition_variable opened;
-  bool open = false;
-  std::unique_ptr<CudaFailure> failure;  // why the upload into the temporary failed, if it did
-
-  void release(const CudaFailure* f) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (f != nullptr && !failure) failure = std::make_unique<CudaFailure>(*f);
-    open = true;
-    opened.notify_all();
-  }
-};
-
-static void CUDART_CB waitForGate(void* data) {
-  auto* holder = static_cast<std::shared_ptr<UploadGate>*>(data);
-  {
-    UploadGate& g = **holder;
-    std::unique_lock<std::mutex> lock(g.mutex);
-    g.opened.wait(lock, [&] { return g.open; });
-  }
-  delete holder;
-}
-
 class TransferWorker : public Napi::AsyncWorker {
  public:
   enum class Mode {
@@ -350,7 +323,6 @@ class TransferWorker : public Napi::AsyncWorker {
   void* host = nullptr;
   size_t bytes = 0;
   void* temp = nullptr;
-  std::shared_ptr<UploadGate> gate;
 
   // The event that says the enqueued work is done (created on the current device).
   cudaEvent_t recordOn(cudaStream_t s) {
@@ -388,10 +360,6 @@ class TransferWorker : public Napi::AsyncWorker {
           temp = nullptr;
           break;
         }
-      }
-      if (gate) {
-        std::lock_guard<std::mutex> lock(gate->mutex);
-        if (gate->failure) throw CudaFailure(*gate->failure);
       }
     } catch (const CudaFailure& f) {
       failure_ = std::make_unique<CudaFailure>(f);
@@ -527,98 +495,13 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
       w->Queue();
       return w->promise();
     }
-    if (bytes <= kStageMax) {
-      // Small: through staging now; the source has been read on return.
-      uploadNow(dst, src.data, bytes, s);
-      return resolved(env, env.Undefined());
-    }
-    // Large: the library stream waits at a gate for a thread of ours that uploads the source into a
-    // temporary, then copies the temporary into the array in its own order. The temporary is
-    // allocated on the library stream and the thread writes it on a stream of its own (never one
-    // that other work shares: a wait queued there behind a gate could then wait for itself); the
-    // thread frees it once its copies are enqueued.
-    auto* w = new TransferWorker(env, Mode::Event, env.Undefined(), info[1]);
-    void* temp = nullptr;
-    const cudaError_t err = poolMalloc(&temp, bytes, s);
-    if (err != cudaSuccess) {
-      delete w;
-      if (err != cudaErrorMemoryAllocation) check(err, "cudaMallocFromPoolAsync(copyFromAsync temporary)");
-      uploadNow(dst, src.data, bytes, s);  // no room for a temporary: the blocking path
-      return resolved(env, env.Undefined());
-    }
-    auto gate = std::make_shared<UploadGate>();
-    w->gate = gate;
-    cudaEvent_t allocated = nullptr;
-    try {
-      CK_CUDA(cudaEventCreateWithFlags(&allocated, cudaEventDisableTiming));
-      CK_CUDA(cudaEventRecord(allocated, s));
-    } catch (...) {
-      if (allocated != nullptr) cudaEventDestroy(allocated);
-      poolFree(temp, s);
-      delete w;
-      throw;
-    }
-    auto* holder = new std::shared_ptr<UploadGate>(gate);
-    const cudaError_t e = cudaLaunchHostFunc(s, waitForGate, holder);
-    if (e != cudaSuccess) {
-      delete holder;
-      cudaEventDestroy(allocated);
-      poolFree(temp, s);
-      delete w;
-      check(e, "cudaLaunchHostFunc");
-    }
-    try {
-      CK_CUDA(cudaMemcpyAsync(dst, temp, bytes, cudaMemcpyDeviceToDevice, s));
-      w->recordOn(s);
-    } catch (const CudaFailure& f) {
-      cudaEventDestroy(allocated);
-      poolFree(temp, s);
-      gate->release(&f);  // never leave the stream blocked
-      delete w;
-      throw;
-    }
-    const int device = b.device;
-    const void* source = src.data;
-    auto stage = [gate, device, temp, source, bytes, allocated] {
-      DeviceRestore restore;
-      cudaStream_t own = nullptr;
-      cudaEvent_t done = nullptr;
-      std::unique_ptr<CudaFailure> failure;
-      try {
-        CK_CUDA(cudaSetDevice(device));
-        CK_CUDA(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
-        CK_CUDA(cudaStreamWaitEvent(own, allocated, 0));
-        ringUpload(temp, source, bytes, own);
-        CK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-        CK_CUDA(cudaEventRecord(done, own));
-        CK_CUDA(cudaEventSynchronize(done));
-      } catch (const CudaFailure& f) {
-        failure = std::make_unique<CudaFailure>(f);
-      }
-      if (done != nullptr) cudaEventDestroy(done);
-      if (own != nullptr) cudaStreamDestroy(own);
-      cudaEventDestroy(allocated);
-      // Open the gate before any call that names the library stream: while its host function
-      // waits here, a cudaFreeAsync onto that stream from this thread never returned (a hang on the
-      // H100 at 5e10f64, with the JS thread waiting for the same stream in reduce()).
-      gate->release(failure.get());
-      // Freed only now, after our copies were enqueued: cudaFreeAsync retires the allocation at the
-      // call, and copies enqueued later that name it are refused (cudaErrorInvalidValue, seen on the
-      // H100 when the free was queued at call time). On the library stream, after the copy out of
-      // it that was queued at call time. A failure here has no one left to tell (the promise settles
-      // on that copy): the memory then stays with the pool until it is trimmed.
-      try {
-        if (poolFree(temp, libraryStream(device)) != cudaSuccess) cudaGetLastError();
-      } catch (const CudaFailure&) {
-      }
-    };
-    try {
-      std::thread(stage).detach();
-    } catch (const std::system_error&) {
-      stage();  // no thread to be had: do it here (blocking, but correct)
-    }
-    w->Queue();
-    return w->promise();
+    // Pageable: through staging (and, above kStageMax, the pinned ring) now, in the library stream's
+    // order; the source has been read on return. This blocks the JS thread for the host copies
+    // (about bytes / 10 GB/s): the asynchronous version of the large case, a thread uploading into a
+    // temporary behind a gate on the library stream, hung on the H100 (5e10f64, and again with the
+    // gate opened before the free) and was taken out. A pinned() source never blocks.
+    uploadNow(dst, src.data, bytes, s);
+    return resolved(env, env.Undefined());
   });
 }
 

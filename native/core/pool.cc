@@ -48,8 +48,15 @@ cudaError_t poolLocked(Pools& p, int device, cudaMemPool_t* out) {
     cudaMemPool_t created = nullptr;
     cudaError_t err = cudaMemPoolCreate(&created, &props);
     if (err != cudaSuccess) return err;
-    // Keep everything reserved across synchronizations: reuse is the point of the pool.
-    uint64_t keep = UINT64_MAX;
+    // Keep up to an eighth of the device's memory reserved across synchronizations (every workspace
+    // and small array is reused from it); beyond that, freed memory goes back to the driver at the
+    // next synchronization. Keeping everything starved other processes on the H100: after a test had
+    // filled the device and freed it all, child processes could not even create a context
+    // (cudaErrorMemoryAllocation in cudaSetDevice). The caller made `device` current.
+    size_t freeBytes = 0, totalBytes = 0;
+    uint64_t keep = uint64_t{1} << 30;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess) keep = totalBytes / 8;
+    cudaGetLastError();
     err = cudaMemPoolSetAttribute(created, cudaMemPoolAttrReleaseThreshold, &keep);
     for (const auto& g : p.peers)
       if (err == cudaSuccess && g.first == device) err = grant(created, g.second);
