@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device.h"
+#include "dynlib.h"
 #include "errors.h"
 
 namespace ck {
@@ -32,14 +33,6 @@ std::vector<std::string> candidates() {
   return out;
 }
 
-template <typename F>
-void bindSymbol(void* lib, F& fn, const char* symbol, const std::string& path) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (fn == nullptr) {
-    throw CudaFailure("cublasSymbolNotFound", "dlsym", std::string("cuBLAS at ") + path + " lacks " + symbol);
-  }
-}
-
 struct Loaded {
   Api api;
   bool ok = false;
@@ -49,21 +42,12 @@ struct Loaded {
 Loaded load() {
   Loaded r;
   std::string tried;
-  void* lib = nullptr;
-  for (const auto& path : candidates()) {
-    // cuBLAS needs cuBLASLt from its own folder; load that first so an absolute path resolves it.
-    if (path.find('/') != std::string::npos) {
-      std::string lt = path.substr(0, path.rfind('/')) + "/libcublasLt.so." + cudaMajor();
-      dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    }
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib != nullptr) {
-      r.api.path = path;
-      break;
-    }
-    const char* e = dlerror();
-    tried += "\n  " + (e ? std::string(e) : path);
-  }
+  // cuBLAS needs cuBLASLt from its own folder; load that first so an absolute path resolves it.
+  void* lib = openFirst(candidates(), &r.api.path, &tried, [](const std::string& path) {
+    if (path.find('/') == std::string::npos) return;
+    const std::string lt = path.substr(0, path.rfind('/')) + "/libcublasLt.so." + cudaMajor();
+    dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  });
   if (lib == nullptr) {
     r.code = "cublasLibraryNotFound";
     r.message =
@@ -74,16 +58,19 @@ Loaded load() {
   }
   try {
     Api& a = r.api;
-    bindSymbol(lib, a.create, "cublasCreate_v2", a.path);
-    bindSymbol(lib, a.destroy, "cublasDestroy_v2", a.path);
-    bindSymbol(lib, a.setStream, "cublasSetStream_v2", a.path);
-    bindSymbol(lib, a.setMathMode, "cublasSetMathMode", a.path);
-    bindSymbol(lib, a.getProperty, "cublasGetProperty", a.path);
-    bindSymbol(lib, a.getStatusName, "cublasGetStatusName", a.path);
-    bindSymbol(lib, a.getStatusString, "cublasGetStatusString", a.path);
-    bindSymbol(lib, a.dgemm, "cublasDgemm_v2", a.path);
-    bindSymbol(lib, a.sgemm, "cublasSgemm_v2", a.path);
-    bindSymbol(lib, a.dsyrk, "cublasDsyrk_v2", a.path);
+    const auto bind = [&](auto& fn, const char* symbol) {
+      bindSymbol(lib, fn, symbol, "cublasSymbolNotFound", "cuBLAS at " + a.path);
+    };
+    bind(a.create, "cublasCreate_v2");
+    bind(a.destroy, "cublasDestroy_v2");
+    bind(a.setStream, "cublasSetStream_v2");
+    bind(a.setMathMode, "cublasSetMathMode");
+    bind(a.getProperty, "cublasGetProperty");
+    bind(a.getStatusName, "cublasGetStatusName");
+    bind(a.getStatusString, "cublasGetStatusString");
+    bind(a.dgemm, "cublasDgemm_v2");
+    bind(a.sgemm, "cublasSgemm_v2");
+    bind(a.dsyrk, "cublasDsyrk_v2");
     for (int i = 0; i < 3; ++i) a.getProperty(static_cast<LibraryProperty>(i), &a.version[i]);
     r.ok = true;
   } catch (const CudaFailure& f) {

@@ -1,10 +1,9 @@
 #include "dist/nccl.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <vector>
 
+#include "core/dynlib.h"
 #include "core/errors.h"
 
 namespace ck {
@@ -18,13 +17,7 @@ struct Loaded {
   std::string code, message;
 };
 
-template <typename F>
-void bindSymbol(void* lib, F& fn, const char* symbol, const std::string& path) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (fn == nullptr)
-    throw CudaFailure("ncclSymbolNotFound", "dlsym",
-                      "NCCL at " + path + " lacks " + symbol + " (NCCL 2.14 or newer is needed)");
-}
+const char* const kTooOld = " (NCCL 2.14 or newer is needed)";
 
 Loaded load() {
   Loaded r;
@@ -36,16 +29,7 @@ Loaded load() {
   else
     candidates = {"libnccl.so.2", "libnccl.so"};
   std::string tried;
-  void* lib = nullptr;
-  for (const auto& path : candidates) {
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib != nullptr) {
-      r.api.path = path;
-      break;
-    }
-    const char* e = dlerror();
-    tried += "\n  " + (e ? std::string(e) : path);
-  }
+  void* lib = openFirst(candidates, &r.api.path, &tried);
   if (lib == nullptr) {
     r.code = "ncclLibraryNotFound";
     r.message = explicitFile
@@ -64,23 +48,26 @@ Loaded load() {
   }
   try {
     Api& a = r.api;
-    bindSymbol(lib, a.getVersion, "ncclGetVersion", a.path);
-    bindSymbol(lib, a.getUniqueId, "ncclGetUniqueId", a.path);
-    bindSymbol(lib, a.commInitRankConfig, "ncclCommInitRankConfig", a.path);
-    bindSymbol(lib, a.commFinalize, "ncclCommFinalize", a.path);
-    bindSymbol(lib, a.commDestroy, "ncclCommDestroy", a.path);
-    bindSymbol(lib, a.commAbort, "ncclCommAbort", a.path);
-    bindSymbol(lib, a.commGetAsyncError, "ncclCommGetAsyncError", a.path);
-    bindSymbol(lib, a.getErrorString, "ncclGetErrorString", a.path);
-    bindSymbol(lib, a.getLastError, "ncclGetLastError", a.path);
-    bindSymbol(lib, a.allReduce, "ncclAllReduce", a.path);
-    bindSymbol(lib, a.broadcast, "ncclBroadcast", a.path);
-    bindSymbol(lib, a.allGather, "ncclAllGather", a.path);
-    bindSymbol(lib, a.reduceScatter, "ncclReduceScatter", a.path);
-    bindSymbol(lib, a.send, "ncclSend", a.path);
-    bindSymbol(lib, a.recv, "ncclRecv", a.path);
-    bindSymbol(lib, a.groupStart, "ncclGroupStart", a.path);
-    bindSymbol(lib, a.groupEnd, "ncclGroupEnd", a.path);
+    const auto bind = [&](auto& fn, const char* symbol) {
+      bindSymbol(lib, fn, symbol, "ncclSymbolNotFound", "NCCL at " + a.path, kTooOld);
+    };
+    bind(a.getVersion, "ncclGetVersion");
+    bind(a.getUniqueId, "ncclGetUniqueId");
+    bind(a.commInitRankConfig, "ncclCommInitRankConfig");
+    bind(a.commFinalize, "ncclCommFinalize");
+    bind(a.commDestroy, "ncclCommDestroy");
+    bind(a.commAbort, "ncclCommAbort");
+    bind(a.commGetAsyncError, "ncclCommGetAsyncError");
+    bind(a.getErrorString, "ncclGetErrorString");
+    bind(a.getLastError, "ncclGetLastError");
+    bind(a.allReduce, "ncclAllReduce");
+    bind(a.broadcast, "ncclBroadcast");
+    bind(a.allGather, "ncclAllGather");
+    bind(a.reduceScatter, "ncclReduceScatter");
+    bind(a.send, "ncclSend");
+    bind(a.recv, "ncclRecv");
+    bind(a.groupStart, "ncclGroupStart");
+    bind(a.groupEnd, "ncclGroupEnd");
     if (a.getVersion(&a.version) != kSuccess) a.version = 0;
     if (a.version < 21400)
       throw CudaFailure("ncclVersionTooOld", "ncclGetVersion",
