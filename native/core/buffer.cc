@@ -1,13 +1,9 @@
 #include "buffer.h"
 
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <system_error>
-#include <thread>
 
 #include "args.h"
 #include "compare.h"
