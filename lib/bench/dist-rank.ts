@@ -43,7 +43,7 @@ function emit(comm: Communicator, row: Record<string, unknown>): void {
 async function collectives(sizes: number[], reps: number): Promise<void> {
   const comm = await init();
   const { size, device } = comm;
-  const timer = new EventTimer(device);
+  using timer = new EventTimer(device);
   for (const op of ['allreduce', 'broadcast'] as const) {
     for (const bytes of sizes) {
       const n = bytes / 4;

@@ -4,15 +4,8 @@ import { performance } from 'node:perf_hooks';
 
 import { apspDistributed, type ApspDistInput } from '../dist/apsp';
 import { Communicator } from '../dist/communicator';
-import {
-  type GraphFormat,
-  type MatrixFormat,
-  graphFormatOf,
-  matrixFormatOf,
-  readGraph,
-  writeDistances,
-} from '../io/graph';
-import { type ApspCliOptions, progressReporter } from './apsp';
+import { readGraph, writeDistances } from '../io/graph';
+import { type ApspCliOptions, cliFormats, progressReporter } from './apsp';
 
 /**
  * The `apsp --distributed` command on one rank. A binary graph is read by every rank at its rows'
@@ -31,13 +24,7 @@ export async function apspDistributedCommand(
       `--distributed runs the fast kernels: --method must be auto or fast, got ${JSON.stringify(opts.method)}`,
     );
   }
-  const inputFormat = (opts.inputFormat ?? graphFormatOf(input)) as GraphFormat;
-  if (!['text', 'dimacs', 'binary'].includes(inputFormat)) {
-    throw new RangeError(`--input-format must be text, dimacs or binary, got ${JSON.stringify(opts.inputFormat)}`);
-  }
-  const format = (opts.format ?? matrixFormatOf(output)) as MatrixFormat;
-  if (!['text', 'binary'].includes(format))
-    throw new RangeError(`--format must be text or binary, got ${JSON.stringify(opts.format)}`);
+  const { inputFormat, format } = cliFormats(input, output, opts);
   using comm = await Communicator.init();
   let source: ApspDistInput;
   if (inputFormat === 'binary') source = { file: input };

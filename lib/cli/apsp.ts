@@ -28,6 +28,23 @@ export interface ApspCliOptions {
   progress: boolean;
 }
 
+/** The input and output formats of an `apsp` command: the options, else the files' extensions. */
+export function cliFormats(
+  input: string,
+  output: string,
+  opts: Pick<ApspCliOptions, 'format' | 'inputFormat'>,
+): { inputFormat: GraphFormat; format: MatrixFormat } {
+  const inputFormat = (opts.inputFormat ?? graphFormatOf(input)) as GraphFormat;
+  if (!['text', 'dimacs', 'binary'].includes(inputFormat)) {
+    throw new RangeError(`--input-format must be text, dimacs or binary, got ${JSON.stringify(opts.inputFormat)}`);
+  }
+  const format = (opts.format ?? matrixFormatOf(output)) as MatrixFormat;
+  if (!['text', 'binary'].includes(format)) {
+    throw new RangeError(`--format must be text or binary, got ${JSON.stringify(opts.format)}`);
+  }
+  return { inputFormat, format };
+}
+
 /** Where the progress over rounds goes; one small interface so another renderer can replace it. */
 export interface ProgressReporter {
   update(done: number, total: number): void;
@@ -85,14 +102,7 @@ export function apspCommand(
   if (method !== 'auto' && !(apspMethods as readonly string[]).includes(method)) {
     throw new RangeError(`--method must be one of auto, ${apspMethods.join(', ')}, got ${JSON.stringify(opts.method)}`);
   }
-  const inputFormat = (opts.inputFormat ?? graphFormatOf(input)) as GraphFormat;
-  if (!['text', 'dimacs', 'binary'].includes(inputFormat)) {
-    throw new RangeError(`--input-format must be text, dimacs or binary, got ${JSON.stringify(opts.inputFormat)}`);
-  }
-  const format = (opts.format ?? matrixFormatOf(output)) as MatrixFormat;
-  if (!['text', 'binary'].includes(format)) {
-    throw new RangeError(`--format must be text or binary, got ${JSON.stringify(opts.format)}`);
-  }
+  const { inputFormat, format } = cliFormats(input, output, opts);
   checkFiles(input, output);
   if (deviceCount() === 0) throw new Error(`apsp needs a GPU: ${runtimeInfo().noDeviceReason}`);
 
@@ -106,7 +116,7 @@ export function apspCommand(
 
   using d = upload(matrix, { device: opts.device });
   const reporter = opts.progress ? progressReporter(`apsp ${resolved} n=${n}`, progressStream) : undefined;
-  const timer = new EventTimer(opts.device);
+  using timer = new EventTimer(opts.device);
   timer.start();
   let dist;
   try {
