@@ -7,23 +7,13 @@ import * as path from 'node:path';
 
 import * as ck from '../lib';
 import { native } from '../lib/native';
-import { SANITIZER } from './harness/families';
+import { freshSeed, hostData, SANITIZER } from './harness/families';
 import { report } from './harness/report';
 import { expectThrows } from './helpers/errors';
 import { describeGpu } from './helpers/gpu';
 
 const MiB = 1 << 20;
 const root = path.join(__dirname, '..');
-const freshSeed = () => (Math.random() * 2 ** 31) | 0;
-
-function randomHost(dtype: ck.Dtype, n: number, seed: number): ck.HostArray {
-  const f = ck.cpu.randomArray(Float64Array, n, seed);
-  if (dtype === 'float64') return f;
-  if (dtype === 'float32') return new Float32Array(f);
-  const out = dtype === 'int32' ? new Int32Array(n) : new Uint32Array(n);
-  for (let i = 0; i < n; i++) out[i] = f[i] * 2 ** 31;
-  return out;
-}
 
 const CTORS = { float32: Float32Array, float64: Float64Array, int32: Int32Array, uint32: Uint32Array };
 
@@ -56,7 +46,7 @@ describeGpu('memory pool', () => {
 
   test('freed memory comes back to the next allocation (the same bytes), and the pool stops growing', () => {
     const n = MiB; // 4 MiB of float32
-    const pattern = randomHost('float32', n, freshSeed());
+    const pattern = hostData('float32', n, freshSeed());
     const a = ck.upload(pattern);
     // While `a` lives, its memory is not handed out again: a new array does not hold its bytes.
     using other = ck.empty('float32', n);
@@ -235,7 +225,7 @@ describeGpu('pinned host memory', () => {
 
   test.each(ck.dtypes)('%s: transfers from and into pinned memory, every size class', async (dtype) => {
     for (const n of [1, 7, 257, 262_145, 3 * MiB + 5]) {
-      const host = randomHost(dtype, n, freshSeed());
+      const host = hostData(dtype, n, freshSeed());
       using src = ck.pinned(dtype, n);
       src.set(host as never);
       using a = ck.empty(dtype, n).fill(0);
@@ -276,7 +266,7 @@ describeGpu('transfers into caller buffers', () => {
     async (dtype) => {
       // Around the staging limit (1 MiB) and well into the ring (several 1-16 MiB chunks).
       for (const n of [0, 1, 7, 33, 257, 65_537, 262_143, 262_144, 262_145, 5_000_011]) {
-        const host = randomHost(dtype, n, freshSeed());
+        const host = hostData(dtype, n, freshSeed());
         using a = ck.upload(host);
         const target = new CTORS[dtype](n).fill(dtype.startsWith('float') ? NaN : 5);
         const got = await a.toHost(target as never);
@@ -288,12 +278,12 @@ describeGpu('transfers into caller buffers', () => {
 
         // Part of the array from a shorter source: elements before the offset keep their old values.
         const offset = Math.floor(n / 3);
-        const part = randomHost(dtype, n - offset, freshSeed());
+        const part = hostData(dtype, n - offset, freshSeed());
         a.copyFrom(part as never, { offset });
         const want = host.slice();
         want.set(part as never, offset);
         expect(ck.cpu.firstMismatch(a.toHostSync(), want)).toBe(-1);
-        const part2 = randomHost(dtype, Math.max(0, n - offset - 1), freshSeed());
+        const part2 = hostData(dtype, Math.max(0, n - offset - 1), freshSeed());
         await a.copyFromAsync(part2 as never, { offset });
         want.set(part2 as never, offset);
         expect(ck.cpu.firstMismatch(a.toHostSync(), want)).toBe(-1);
@@ -385,7 +375,7 @@ describeGpu('toHost() takes its snapshot when called', () => {
   for (const n of [7, 200_003, 3 * MiB + 1]) {
     for (const target of ['new', 'pageable', 'pinned'] as const) {
       test.each(writes)(`${n} elements into a ${target} target, then %s`, async (_, write) => {
-        const host = randomHost('float32', n, freshSeed()) as Float32Array;
+        const host = hostData('float32', n, freshSeed()) as Float32Array;
         const a = ck.upload(host);
         const t = target === 'new' ? undefined : target === 'pinned' ? ck.pinned('float32', n) : new Float32Array(n);
         try {
@@ -426,7 +416,7 @@ describeGpu('toHost() takes its snapshot when called', () => {
 
 describeGpu('copies within one array (overlapping ranges)', () => {
   test.each([7, 33, 257, 1_000_003])('%i elements: copyDevice, peerCopy and copyViaHost behave like memmove', (n) => {
-    const host = randomHost('float64', n, freshSeed()) as Float64Array;
+    const host = hostData('float64', n, freshSeed()) as Float64Array;
     const shift = Math.max(1, Math.floor(n / 3));
     const count = n - shift;
     const cases: [string, (a: ck.DeviceArray<'float64'>, dst: number, src: number) => void][] = [
