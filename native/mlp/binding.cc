@@ -51,19 +51,12 @@ mlp::Net netArg(const Napi::CallbackInfo& info, size_t i, size_t hiddenAt, size_
   return net;
 }
 
-// workspaceFloats, after checking in 128 bits that its terms (the same as mlp.cu's Layout) stay
-// below 2^53 for this batch and stream count.
+// workspaceFloats, or a RangeError when the workspace could not be an array (over 2^53 floats).
 int64_t checkedWorkspace(Napi::Env env, const mlp::Net& net, int64_t batch, int streams, bool train) {
-  unsigned __int128 units = 0;
-  for (size_t l = 1; l < net.sizes.size(); ++l) units += static_cast<unsigned __int128>(net.sizes[l]);
-  unsigned __int128 total = units * static_cast<uint64_t>(batch) * (train ? 2 : 1);
-  if (train)
-    total +=
-        static_cast<unsigned __int128>(streams) * (static_cast<uint64_t>(net.parameterCount()) +
-                                                   mlp::kColsumChunks * static_cast<uint64_t>(net.widest()));
-  if (total > (static_cast<unsigned __int128>(1) << 53))
+  const int64_t floats = mlp::workspaceFloats(net, batch, streams, train);
+  if (floats < 0 || floats > (int64_t{1} << 53))
     throw Napi::RangeError::New(env, "the workspace for this batch is larger than any array");
-  return mlp::workspaceFloats(net, batch, streams, train);
+  return floats;
 }
 
 void checkFloat32(Napi::Env env, const DeviceBuffer& b, uint64_t length, int device, const char* name) {

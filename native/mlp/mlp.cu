@@ -46,16 +46,22 @@ constexpr int kGemmThreads = 256;  // 16 × 16 threads, 4 × 4 outputs each
 struct Layout {
   std::vector<int64_t> act, delta;  // index l = 1..L
   int64_t grads = 0, partials = 0, total = 0;
+  bool overflow = false;  // a part or the total passed int64 (user sizes too large for any array)
   Layout(const Net& net, int64_t batch, int streams, bool train) {
     const int L = net.layers();
     act.assign(L + 1, 0);
     delta.assign(L + 1, 0);
     int64_t off = 0;
-    for (int l = 1; l <= L; ++l) act[l] = off, off += batch * net.sizes[l];
+    // off += a·b, checked: the binding sizes a workspace from user sizes before anything runs.
+    auto add = [&](int64_t a, int64_t b) {
+      int64_t part = 0;
+      overflow = overflow || __builtin_mul_overflow(a, b, &part) || __builtin_add_overflow(off, part, &off);
+    };
+    for (int l = 1; l <= L; ++l) act[l] = off, add(batch, net.sizes[l]);
     if (train) {
-      for (int l = 1; l <= L; ++l) delta[l] = off, off += batch * net.sizes[l];
-      grads = off, off += static_cast<int64_t>(streams) * net.parameterCount();
-      partials = off, off += static_cast<int64_t>(streams) * kColsumChunks * net.widest();
+      for (int l = 1; l <= L; ++l) delta[l] = off, add(batch, net.sizes[l]);
+      grads = off, add(streams, net.parameterCount());
+      partials = off, add(static_cast<int64_t>(streams) * kColsumChunks, net.widest());
     }
     total = off;
   }
@@ -549,7 +555,8 @@ void stepCublas(const Step& s, const float* X, const float* T, int64_t rows, int
 }  // namespace
 
 int64_t workspaceFloats(const Net& net, int64_t batch, int streams, bool train) {
-  return Layout(net, batch, streams, train).total;
+  const Layout lay(net, batch, streams, train);
+  return lay.overflow ? -1 : lay.total;
 }
 
 void trainEpoch(const Net& net, const Buffers& buf, const float* X, const float* T, int64_t patterns,

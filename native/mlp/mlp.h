@@ -41,6 +41,7 @@ struct Net {
 
 // Floats of workspace one training step (or a forward pass, with train = false) of `batch`
 // patterns needs.
+// −1 when that count passes int64 (sizes no array could hold).
 int64_t workspaceFloats(const Net& net, int64_t batch, int streams, bool train);
 
 struct Buffers {
