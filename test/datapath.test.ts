@@ -49,11 +49,13 @@ describeGpu('memory pool', () => {
     const pattern = hostData('float32', n, freshSeed());
     const a = ck.upload(pattern);
     // While `a` lives, its memory is not handed out again: a new array does not hold its bytes.
+    // Reading an empty() array is the point here, and exactly what initcheck reports: skipped there.
+    const readsUninitialized = SANITIZER !== 'initcheck';
     using other = ck.empty('float32', n);
-    expect(ck.cpu.firstMismatch(other.toHostSync(), pattern)).toBe(0);
+    if (readsUninitialized) expect(ck.cpu.firstMismatch(other.toHostSync(), pattern)).toBe(0);
     a.free();
     using b = ck.empty('float32', n);
-    expect(ck.cpu.firstMismatch(b.toHostSync(), pattern)).toBe(-1);
+    if (readsUninitialized) expect(ck.cpu.firstMismatch(b.toHostSync(), pattern)).toBe(-1);
     b.free();
 
     // 2000 allocations of mixed sizes up to n, each freed: no new memory after the first round.
@@ -84,7 +86,9 @@ describeGpu('memory pool', () => {
   });
 
   // The stream-holding hooks exist in development builds only (CMakeLists.txt: CK_TEST_HOOKS).
-  const holdTest = native.debugHoldStream ? test : test.skip;
+  // Under initcheck and synccheck the stream was found idle after the uploads (the tools wait for
+  // the device at some host calls), so under a sanitizer the test has nothing to see.
+  const holdTest = native.debugHoldStream && !SANITIZER ? test : test.skip;
   holdTest('free() and allocation never wait for the device: the library stream keeps running', () => {
     const hold = native.debugHoldStream!;
     const busy = native.debugStreamBusy!;
@@ -109,7 +113,10 @@ describeGpu('memory pool', () => {
     expect(busy(0)).toBe(false);
   });
 
-  test('trimMemoryPool gives the unused reserve back; memoryInfo counts it as free', () => {
+  // initcheck keeps device memory of its own for each allocation (32 MiB for this one on the H100),
+  // which the free-memory figures below would count.
+  const accountingTest = SANITIZER === 'initcheck' ? test.skip : test;
+  accountingTest('trimMemoryPool gives the unused reserve back; memoryInfo counts it as free', () => {
     ck.synchronize();
     ck.trimMemoryPool(0);
     const m0 = ck.memoryInfo();

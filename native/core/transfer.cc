@@ -44,6 +44,9 @@ PinnedBlock* pinnedAllocate(size_t bytes) {
     cudaGetLastError();
     throw CudaFailure(err, "cudaHostAlloc(" + std::to_string(bytes) + " bytes)");
   }
+  // cudaHostAlloc does not promise zeroed memory (the driver may hand back pages it had before;
+  // seen under synccheck on the H100), and pinned() documents a zero-filled array, as JS's are.
+  std::memset(p, 0, bytes);
   auto* b = new PinnedBlock();
   b->ptr = p;
   b->bytes = bytes;
