@@ -121,7 +121,7 @@ struct TileShape {
 // getting items l * ITEMS ... Positions outside [pre, end) read as zero (the sum's identity), so
 // partial and unaligned tiles need no other special case. `vec`: the whole warp segment lies
 // inside the array and is 16-byte aligned in `in`.
-template <class T, int THREADS, int ITEMS>
+template <class T, int THREADS, int ITEMS, bool STREAM = false>
 __device__ __forceinline__ void loadWarpItems(const T* __restrict__ in, int64_t seg, int64_t pre, int64_t end,
                                               bool vec, T* sw, int lane, T (&x)[ITEMS]) {
   using S = TileShape<T, THREADS, ITEMS>;
@@ -130,7 +130,8 @@ __device__ __forceinline__ void loadWarpItems(const T* __restrict__ in, int64_t 
     const V* src = reinterpret_cast<const V*>(in + (seg - pre));
     V v[S::kVecsPerThread];
 #pragma unroll
-    for (int j = 0; j < S::kVecsPerThread; ++j) v[j] = src[j * 32 + lane];  // all loads in flight first
+    for (int j = 0; j < S::kVecsPerThread; ++j)  // all loads in flight first
+      v[j] = STREAM ? __ldcs(src + j * 32 + lane) : src[j * 32 + lane];
 #pragma unroll
     for (int j = 0; j < S::kVecsPerThread; ++j) {
       const int k = j * 32 + lane;
@@ -154,7 +155,7 @@ __device__ __forceinline__ void loadWarpItems(const T* __restrict__ in, int64_t 
 
 // The inverse of loadWarpItems: y[] (lane-consecutive) to global, positions outside [pre, end)
 // skipped.
-template <class T, int THREADS, int ITEMS>
+template <class T, int THREADS, int ITEMS, bool STREAM = false>
 __device__ __forceinline__ void storeWarpItems(T* __restrict__ out, int64_t seg, int64_t pre, int64_t end,
                                                bool vec, T* sw, int lane, const T (&y)[ITEMS]) {
   using S = TileShape<T, THREADS, ITEMS>;
@@ -168,8 +169,12 @@ __device__ __forceinline__ void storeWarpItems(T* __restrict__ out, int64_t seg,
 #pragma unroll
     for (int j = 0; j < S::kVecsPerThread; ++j) {
       const int k = j * 32 + lane;
-      dst[j * 32 + lane] = *reinterpret_cast<const V*>(sw + (k / S::kVecsPerThread) * S::kRow +
-                                                       (k % S::kVecsPerThread) * S::kVec);
+      const V v = *reinterpret_cast<const V*>(sw + (k / S::kVecsPerThread) * S::kRow +
+                                              (k % S::kVecsPerThread) * S::kVec);
+      if (STREAM)
+        __stcs(dst + j * 32 + lane, v);
+      else
+        dst[j * 32 + lane] = v;
     }
   } else {
 #pragma unroll
@@ -389,7 +394,8 @@ __device__ __forceinline__ T lookBack(const Status& status, int64_t tile, T aggr
 // 2^28, worse at 2^30. See NOTES.md.)
 // PERSISTENT: a grid of resident blocks loops over tiles; otherwise one block per tile.
 
-template <class T, int THREADS, int ITEMS, int MIN_BLOCKS, bool PERSISTENT, bool BACKOFF>
+template <class T, int THREADS, int ITEMS, int MIN_BLOCKS, bool PERSISTENT, bool BACKOFF, bool STREAM,
+          bool BLOCK_ORDER>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     scan_lookback_tiles_kernel(const T* in, T* out, int64_t n, int64_t pre, bool vecOk, bool inclusive,
                                int64_t numTiles, TileStatus<T> status, unsigned long long* tileCounter) {
@@ -402,16 +408,21 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   for (;;) {
     // Rewritten (persistent grid) only after the previous tile's last barrier, which every reader
     // of the old value has passed.
-    if (threadIdx.x == 0) sm.tile[0] = static_cast<long long>(atomicAdd(tileCounter, 1ull));
-    __syncthreads();
-    const int64_t tile = sm.tile[0];
+    int64_t tile;
+    if (BLOCK_ORDER && !PERSISTENT) {
+      tile = blockIdx.x;
+    } else {
+      if (threadIdx.x == 0) sm.tile[0] = static_cast<long long>(atomicAdd(tileCounter, 1ull));
+      __syncthreads();
+      tile = sm.tile[0];
+    }
     if (tile >= numTiles) break;
     const int64_t tileStart = tile * S::kItems;
     const bool vec = vecOk && tileStart >= pre && tileStart + S::kItems <= end;
     const int64_t seg = tileStart + static_cast<int64_t>(warp) * S::kWarpItems;
 
     T x[ITEMS];
-    loadWarpItems<T, THREADS, ITEMS>(in, seg, pre, end, vec, sw, lane, x);
+    loadWarpItems<T, THREADS, ITEMS, STREAM>(in, seg, pre, end, vec, sw, lane, x);
     const T threadPrefix = threadExclusiveInWarp(x, lane, warp, sm.warpTotals);
     __syncthreads();
     T warpPrefix, aggregate;
@@ -422,13 +433,14 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     }
     __syncthreads();
     applyScan(x, sm.prefix + warpPrefix + threadPrefix, inclusive);
-    storeWarpItems<T, THREADS, ITEMS>(out, seg, pre, end, vec, sw, lane, x);
+    storeWarpItems<T, THREADS, ITEMS, STREAM>(out, seg, pre, end, vec, sw, lane, x);
     if (!PERSISTENT) break;
   }
 }
 
 // Shapes are counted in bytes per thread so that float64 tiles hold as many bytes as 4-byte ones.
-template <class T, int THREADS, int BYTES_PER_THREAD, int MIN_BLOCKS, bool PERSISTENT, bool BACKOFF>
+template <class T, int THREADS, int BYTES_PER_THREAD, int MIN_BLOCKS, bool PERSISTENT, bool BACKOFF,
+          bool STREAM = false, bool BLOCK_ORDER = false>
 cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStream_t stream) {
   constexpr int kItems = BYTES_PER_THREAD / static_cast<int>(sizeof(T));
   using S = TileShape<T, THREADS, kItems>;
@@ -436,7 +448,8 @@ cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStre
   if (n == 0) return cudaSuccess;
   const Alignment al = alignmentOf<T>(in, out);
   const int64_t numTiles = ceilDiv(static_cast<int64_t>(n) + al.pre, S::kItems);
-  auto kernel = scan_lookback_tiles_kernel<T, THREADS, kItems, MIN_BLOCKS, PERSISTENT, BACKOFF>;
+  auto kernel =
+      scan_lookback_tiles_kernel<T, THREADS, kItems, MIN_BLOCKS, PERSISTENT, BACKOFF, STREAM, BLOCK_ORDER>;
 
   cudaError_t err = cudaSuccess;
   int64_t blocks = numTiles;
@@ -882,15 +895,39 @@ struct FastVariants {
       case 2: return lookbackScan<T, 256, 128, 3, true, true>(i, o, n, inc, s);
       case 3: return lookbackScan<T, 128, 128, 6, true, true>(i, o, n, inc, s);
       case 5: return lookbackScan<T, 128, 192, 5, false, true>(i, o, n, inc, s);
+      case 6: return lookbackScan<T, 128, 256, 4, false, false>(i, o, n, inc, s);
+      case 7: return lookbackScan<T, 128, 256, 4, true, true>(i, o, n, inc, s);
+      case 8: return lookbackScan<T, 128, 256, 4, false, true, true>(i, o, n, inc, s);
+      case 9: return lookbackScan<T, 64, 256, 8, false, true>(i, o, n, inc, s);
+      case 10: return lookbackScan<T, 64, 256, 8, false, true, true>(i, o, n, inc, s);
+      case 11: return lookbackScan<T, 96, 256, 6, false, true>(i, o, n, inc, s);
+      case 12: return lookbackScan<T, 128, 256, 4, false, true, false, true>(i, o, n, inc, s);
+      case 13: return lookbackScan<T, 128, 256, 4, false, true, true, true>(i, o, n, inc, s);
+      case 14: return lookbackScan<T, 128, 192, 5, false, true, true, true>(i, o, n, inc, s);
+      case 15: return lookbackScan<T, 128, 128, 6, false, true, true, true>(i, o, n, inc, s);
 #endif
       case 4: return lookbackScan<T, 128, 256, 4, false, true>(i, o, n, inc, s);
     }
     return cudaErrorInvalidValue;
   }
 };
-constexpr int kFastVariants = 6;
-const char* const kFastVariantNames[kFastVariants] = {"128x128B",         "256x128B", "256x128B persist",
-                                                      "128x128B persist", "128x256B", "128x192B"};
+constexpr int kFastVariants = 16;
+const char* const kFastVariantNames[kFastVariants] = {"128x128B",
+                                                      "256x128B",
+                                                      "256x128B persist",
+                                                      "128x128B persist",
+                                                      "128x256B",
+                                                      "128x192B",
+                                                      "128x256B nobackoff",
+                                                      "128x256B persist",
+                                                      "128x256B stream",
+                                                      "64x256B",
+                                                      "64x256B stream",
+                                                      "96x256B",
+                                                      "128x256B blockorder",
+                                                      "128x256B stream blockorder",
+                                                      "128x192B stream blockorder",
+                                                      "128x128B stream blockorder"};
 constexpr int kFastDefault = 4;
 
 template <class T>

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build and run everything on the GPU host; logs go to $OUT.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/scan_out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$OUT/gpu.txt" 2>&1
 ( time nvcc -std=c++17 -O3 -lineinfo -DCK_TUNING_VARIANTS -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \

@@ -1,5 +1,6 @@
 // Standalone correctness test and benchmark for scan.cu (GPU host, no Node.js).
-//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \
+//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90
+//   \
 //        native/scan/scan.cu bench/dev/scan/scan_harness.cu -o scan_harness
 //   ./scan_harness            all checks, then timings
 //   ./scan_harness --small    small sizes only, no timing (for compute-sanitizer)
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "scan.h"
+#include "scan/scan.h"
 
 namespace ck {
 namespace scan {
@@ -28,6 +29,17 @@ cudaError_t launchFastVariant(int variant, const void* in, void* out, Dtype dtyp
                               cudaStream_t stream);
 }  // namespace detail
 }  // namespace scan
+}  // namespace ck
+
+// The addon's stream-ordered pool (core/pool.cc) needs the rest of the addon; standalone, the
+// device's default pool through cudaMallocAsync does the same job.
+namespace ck {
+cudaError_t poolMalloc(void** ptr, size_t bytes, cudaStream_t stream) {
+  return cudaMallocAsync(ptr, bytes, stream);
+}
+cudaError_t poolFree(void* ptr, cudaStream_t stream) {
+  return ptr ? cudaFreeAsync(ptr, stream) : cudaSuccess;
+}
 }  // namespace ck
 
 using ck::Dtype;
@@ -83,19 +95,23 @@ struct HostCase {
   std::vector<unsigned char> bytes;
 };
 
-static size_t esize(Dtype d) { return ck::dtypeSize(d); }
+static size_t esize(Dtype d) {
+  return ck::dtypeSize(d);
+}
 
 static void fillRandom(HostCase& c) {
   c.bytes.resize(std::max<size_t>(c.n, 1) * esize(c.dtype));
   switch (c.dtype) {
     case Dtype::Float32: {
       float* p = reinterpret_cast<float*>(c.bytes.data());
-      for (size_t i = 0; i < c.n; ++i) p[i] = static_cast<float>((nextRand() >> 40) * (2.0 / 16777216.0) - 1.0);
+      for (size_t i = 0; i < c.n; ++i)
+        p[i] = static_cast<float>((nextRand() >> 40) * (2.0 / 16777216.0) - 1.0);
       break;
     }
     case Dtype::Float64: {
       double* p = reinterpret_cast<double*>(c.bytes.data());
-      for (size_t i = 0; i < c.n; ++i) p[i] = static_cast<double>(nextRand() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+      for (size_t i = 0; i < c.n; ++i)
+        p[i] = static_cast<double>(nextRand() >> 11) * (2.0 / 9007199254740992.0) - 1.0;
       break;
     }
     default: {
@@ -108,7 +124,8 @@ static void fillRandom(HostCase& c) {
 
 // Compares a device result against the CPU: integers exactly (mod 2^32), floats within
 // tol * sum |in_0..i| of a double prefix. Returns the number of bad elements (first few printed).
-static size_t checkScan(const HostCase& c, const unsigned char* out, bool inclusive, const std::string& label) {
+static size_t checkScan(const HostCase& c, const unsigned char* out, bool inclusive,
+                        const std::string& label) {
   const size_t n = c.n;
   size_t bad = 0;
   if (c.dtype == Dtype::Float32 || c.dtype == Dtype::Float64) {
@@ -158,7 +175,8 @@ static size_t checkScan(const HostCase& c, const unsigned char* out, bool inclus
       }
     }
     if (bad)
-      std::printf("  FAIL %s: %zu bad, first at %zu (want %u got %u)\n", label.c_str(), bad, firstBad, want0, got0);
+      std::printf("  FAIL %s: %zu bad, first at %zu (want %u got %u)\n", label.c_str(), bad, firstBad, want0,
+                  got0);
   }
   ++g_checks;
   if (bad) ++g_failures;
@@ -182,7 +200,9 @@ static unsigned char* hostOut(size_t bytes) {
   return g_hostOut;
 }
 
-static const char* dname(Dtype d) { return ck::dtypeName(d); }
+static const char* dname(Dtype d) {
+  return ck::dtypeName(d);
+}
 
 // One method on one case: out-of-place (poisoned output) and in-place, at element offsets inOff /
 // outOff into the device buffers (to exercise the unaligned paths).
@@ -250,7 +270,8 @@ static void checkReduce(const HostCase& c, DeviceBuffers& d, double* dResult, cu
         case Dtype::Int32: x = reinterpret_cast<const int32_t*>(c.bytes.data())[i]; break;
         default: x = reinterpret_cast<const uint32_t*>(c.bytes.data())[i]; break;
       }
-      if (c.dtype == Dtype::Int32 || c.dtype == Dtype::Uint32) wrapped += reinterpret_cast<const uint32_t*>(c.bytes.data())[i];
+      if (c.dtype == Dtype::Int32 || c.dtype == Dtype::Uint32)
+        wrapped += reinterpret_cast<const uint32_t*>(c.bytes.data())[i];
       if (op == 0) want += x, absSum += std::fabs(x);
       if (op == 1) want = std::min(want, x);
       if (op == 2) want = std::max(want, x);
@@ -268,7 +289,10 @@ static void checkReduce(const HostCase& c, DeviceBuffers& d, double* dResult, cu
     ++g_checks;
     if (!ok) {
       ++g_failures;
-      std::printf("  FAIL reduce %s %s n=%zu: want %.17g got %.17g\n", op == 0 ? "sum" : op == 1 ? "min" : "max",
+      std::printf("  FAIL reduce %s %s n=%zu: want %.17g got %.17g\n",
+                  op == 0   ? "sum"
+                  : op == 1 ? "min"
+                            : "max",
                   dname(c.dtype), n, want, got);
     }
   }
@@ -333,7 +357,8 @@ static void hugeCheck(cudaStream_t s) {
   const size_t n = (size_t(1) << 31) + 5;
   std::vector<uint32_t> in(n), ref(n);
 #pragma omp parallel for
-  for (long long i = 0; i < static_cast<long long>(n); ++i) in[i] = static_cast<uint32_t>(i * 2654435761u + 12345u);
+  for (long long i = 0; i < static_cast<long long>(n); ++i)
+    in[i] = static_cast<uint32_t>(i * 2654435761u + 12345u);
   uint32_t sum = 0;
   for (size_t i = 0; i < n; ++i) ref[i] = (sum += in[i]);
   uint32_t *dIn, *dOut;
@@ -353,7 +378,8 @@ static void hugeCheck(cudaStream_t s) {
     bad += h[n] != 0xFFFFFFFFu;
     ++g_checks;
     if (bad) ++g_failures;
-    std::printf("checked uint32  n=2^31+5 %-22s inclusive: %s (%lld bad)\n", m.name.c_str(), bad ? "FAILED" : "ok", bad);
+    std::printf("checked uint32  n=2^31+5 %-22s inclusive: %s (%lld bad)\n", m.name.c_str(),
+                bad ? "FAILED" : "ok", bad);
   }
   CHECK(cudaFree(dIn));
   CHECK(cudaFree(dOut));
@@ -391,7 +417,8 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
         HostCase c{p.d, std::min<size_t>(n, size_t(1) << 24), {}};
         fillRandom(c);
         for (size_t off = 0; off < bytes; off += c.bytes.size())
-          CHECK(cudaMemcpy(in + off, c.bytes.data(), std::min(c.bytes.size(), bytes - off), cudaMemcpyHostToDevice));
+          CHECK(cudaMemcpy(in + off, c.bytes.data(), std::min(c.bytes.size(), bytes - off),
+                           cudaMemcpyHostToDevice));
       }
       struct Timed {
         std::string name;
@@ -399,15 +426,18 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
         double bytesMoved;
       };
       std::vector<Timed> ts;
-      ts.push_back({"copy", [=] { return cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s); }, 2.0 * bytes});
+      ts.push_back({"copy", [=] { return cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s); },
+                    2.0 * bytes});
       for (const Method& m : scanMethods) {
         if (m.oneBlock && lg > 24) continue;
         ScanFn fn = m.fn;
         ts.push_back({m.name, [=] { return fn(in, out, p.d, n, true, s); }, 2.0 * bytes});
       }
       ts.push_back({"fast excl", [=] { return cs::launchFast(in, out, p.d, n, false, s); }, 2.0 * bytes});
-      ts.push_back({"reduce sum", [=] { return cs::launchReduce(in, p.d, n, cs::ReduceOp::Sum, dRes, s); }, 1.0 * bytes});
-      ts.push_back({"reduce max", [=] { return cs::launchReduce(in, p.d, n, cs::ReduceOp::Max, dRes, s); }, 1.0 * bytes});
+      ts.push_back({"reduce sum", [=] { return cs::launchReduce(in, p.d, n, cs::ReduceOp::Sum, dRes, s); },
+                    1.0 * bytes});
+      ts.push_back({"reduce max", [=] { return cs::launchReduce(in, p.d, n, cs::ReduceOp::Max, dRes, s); },
+                    1.0 * bytes});
 
       const int M = static_cast<int>(ts.size());
       std::vector<cudaEvent_t> ev(2 * M * kReps);
@@ -425,7 +455,8 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
       std::vector<double> med(M);
       for (int m = 0; m < M; ++m) {
         std::vector<float> t(kReps);
-        for (int r = 0; r < kReps; ++r) CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * M + m)], ev[2 * (r * M + m) + 1]));
+        for (int r = 0; r < kReps; ++r)
+          CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * M + m)], ev[2 * (r * M + m) + 1]));
         std::sort(t.begin(), t.end());
         med[m] = 0.5 * (t[kReps / 2 - 1] + t[kReps / 2]);
       }
@@ -433,13 +464,14 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
       for (int m = 0; m < M; ++m)
         if (ts[m].name == "cub") cubMs = med[m];
       for (int m = 0; m < M; ++m) {
-        Row row{dname(p.d), ts[m].name, n, med[m], ts[m].bytesMoved / (med[m] * 1e6), cubMs / med[m], copyMs / med[m]};
+        Row row{dname(p.d),     ts[m].name,     n, med[m], ts[m].bytesMoved / (med[m] * 1e6),
+                cubMs / med[m], copyMs / med[m]};
         // For the reduce rows "vs copy" compares against half the copy time (a copy reads and
         // writes; a reduction only reads).
         if (ts[m].bytesMoved < 2.0 * bytes) row.vsCopy = 0.5 * copyMs / med[m];
         rows.push_back(row);
-        std::printf("time %-8s 2^%d %-18s %9.4f ms %8.1f GB/s  x%.3f cub  x%.3f copy\n", row.dtype.c_str(), lg,
-                    row.method.c_str(), row.ms, row.gbs, row.vsCub, row.vsCopy);
+        std::printf("time %-8s 2^%d %-18s %9.4f ms %8.1f GB/s  x%.3f cub  x%.3f copy\n", row.dtype.c_str(),
+                    lg, row.method.c_str(), row.ms, row.gbs, row.vsCub, row.vsCopy);
       }
       std::fflush(stdout);
       for (auto& e : ev) CHECK(cudaEventDestroy(e));
@@ -450,8 +482,29 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
   }
 }
 
+// --one METHOD LOG2N: runs one method (a name from methods(), e.g. cub or "fast[128x256B]") three
+// times on 2^LOG2N int32, for ncu; plus a plain copy kernel-free cudaMemcpy for comparison.
+static int runOne(const char* name, int lg) {
+  const size_t n = size_t(1) << lg, bytes = n * 4;
+  void *in, *out;
+  CHECK(cudaMalloc(&in, bytes));
+  CHECK(cudaMalloc(&out, bytes));
+  CHECK(cudaMemset(in, 1, bytes));
+  for (const Method& m : methods()) {
+    if (m.name != name) continue;
+    for (int r = 0; r < 3; ++r) CHECK(m.fn(in, out, Dtype::Int32, n, true, 0));
+    CHECK(cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice));
+    CHECK(cudaDeviceSynchronize());
+    std::printf("ran %s 3x at 2^%d\n", name, lg);
+    return 0;
+  }
+  std::printf("no method %s\n", name);
+  return 1;
+}
+
 int main(int argc, char** argv) {
   bool small = false, doTime = true, huge = true, sanitize = false;
+  if (argc == 4 && !std::strcmp(argv[1], "--one")) return runOne(argv[2], std::atoi(argv[3]));
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small")) small = true, doTime = false, huge = false;
     if (!std::strcmp(argv[i], "--san")) small = true, doTime = false, huge = false, sanitize = true;
@@ -475,8 +528,8 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       int lg = 0;
       while ((size_t(1) << lg) < r.n) ++lg;
-      std::printf("| %s | 2^%d | %s | %.4f | %.0f | %.3f | %.3f |\n", r.dtype.c_str(), lg, r.method.c_str(), r.ms,
-                  r.gbs, r.vsCub, r.vsCopy);
+      std::printf("| %s | 2^%d | %s | %.4f | %.0f | %.3f | %.3f |\n", r.dtype.c_str(), lg, r.method.c_str(),
+                  r.ms, r.gbs, r.vsCub, r.vsCopy);
     }
   }
   CHECK(cudaStreamDestroy(s));
