@@ -7,7 +7,7 @@ import * as path from 'node:path';
 
 import { families, type BenchRow } from '../lib/bench';
 import { axisValue, chartFont, chartSpec, writeChart } from '../lib/bench/chart';
-import { README_TABLES, updateReadmeTables } from '../lib/bench/readme-tables';
+import { notesBlock, README_TABLES, updateReadmeTables, withNotes } from '../lib/bench/readme-tables';
 import {
   comparisonMarkdown,
   familyMarkdown,
@@ -18,6 +18,7 @@ import {
 } from '../lib/bench/report';
 import { copyReference, fmt, rateRows, referenceFor, sizeValue, sortSizes, splitMethod } from '../lib/bench/summary';
 import { bench, familyTable } from '../lib/cli/bench';
+import { familyMeta } from '../lib/cli/report';
 import { createProgress, eta } from '../lib/cli/progress';
 import { describeGpu, describeNoGpu } from './helpers/gpu';
 
@@ -128,15 +129,27 @@ describe('result summaries', () => {
   });
 });
 
-describe("the README's benchmark tables", () => {
+describe("the results page's summary tables", () => {
+  // bench/results/README.md: written by `npm run bench:report`, except its hand-written summary
+  // (<!-- notes -->), whose bench-table blocks the report regenerates from the result files.
   const root = path.join(__dirname, '..');
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  const files = new Map(readResults(path.join(root, 'bench', 'results')).map((g) => [g.slug, g.file]));
+  const resultsDir = path.join(root, 'bench', 'results');
+  const page = fs.readFileSync(path.join(resultsDir, 'README.md'), 'utf8');
+  const notes = notesBlock(page) ?? '';
+  const files = new Map(readResults(resultsDir).map((g) => [g.slug, g.file]));
 
   test('are what the committed result files give (regenerate: npm run bench:report)', () => {
-    const ids = [...readme.matchAll(/<!-- bench-table ([\w-]+) -->/g)].map((m) => m[1]);
+    const ids = [...notes.matchAll(/<!-- bench-table ([\w-]+) -->/g)].map((m) => m[1]);
     expect(ids.sort()).toEqual(Object.keys(README_TABLES).sort());
-    expect(updateReadmeTables(readme, files)).toBe(readme);
+    // Every block is in the summary, where the report keeps it.
+    expect(page.match(/<!-- bench-table /g)).toHaveLength(ids.length);
+    expect(updateReadmeTables(page, files)).toBe(page);
+  });
+
+  test('a cell edited by hand is found and put back', () => {
+    const edited = page.replace(/(<!-- bench-table gemm-h100 -->[\s\S]*?\n\| 4096 \| )[^|]*/, '$1 9.99 (99.99) ');
+    expect(edited).not.toBe(page);
+    expect(updateReadmeTables(edited, files)).toBe(page);
   });
 
   test('change when a result changes, and name unknown blocks', () => {
@@ -145,10 +158,57 @@ describe("the README's benchmark tables", () => {
     const row = changed.rows.find((r) => r.op === 'gemm' && r.method === 'cublas' && r.size === '4096x4096x4096')!;
     row.ms *= 1.5;
     row.rate /= 1.5;
-    const updated = updateReadmeTables(readme, new Map([...files, ['nvidia-h100-80gb-hbm3', changed]]));
-    expect(updated).not.toBe(readme);
+    const updated = updateReadmeTables(page, new Map([...files, ['nvidia-h100-80gb-hbm3', changed]]));
+    expect(updated).not.toBe(page);
     expect(updated).toContain(`| 4096 |`);
     expect(() => updateReadmeTables('<!-- bench-table nope -->\n<!-- /bench-table -->', files)).toThrow(/nope/);
+    expect(() => updateReadmeTables('<!-- bench-table gemm-h100 -->\n<!-- /bench-table -->', new Map())).toThrow(
+      /no result file nvidia-h100-80gb-hbm3\.json/,
+    );
+  });
+
+  test('the rest of the page and its charts are what the report writes from the committed files', async () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-page-'));
+    try {
+      const reports = JSON.parse(fs.readFileSync(path.join(root, 'bench', 'reports.json'), 'utf8')) as ReportsFile;
+      const written = await writeReport({
+        resultsDir,
+        outDir: out,
+        reports,
+        reportsLink: '../reports.json',
+        families: familyMeta(() => {}),
+        charts: true,
+      });
+      expect(withNotes(fs.readFileSync(path.join(out, 'README.md'), 'utf8'), notes)).toBe(page);
+      const svgs = written.filter((f) => f.endsWith('.svg'));
+      expect(svgs.length).toBeGreaterThan(0);
+      for (const f of svgs) {
+        const rel = path.relative(out, f);
+        expect([rel, fs.readFileSync(f, 'utf8')]).toEqual([rel, fs.readFileSync(path.join(resultsDir, rel), 'utf8')]);
+      }
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the hand-written summary of a results page', () => {
+  const generated = '# Benchmark results\n\nintro\n\n- [GPU](#gpu)\n\n## GPU\n\n### copy\n';
+  const notes = '<!-- notes -->\n## Summary\n\ntext\n<!-- /notes -->';
+
+  test('is found with its markers, and absent where there is none', () => {
+    expect(notesBlock(`before\n${notes}\nafter`)).toBe(notes);
+    expect(notesBlock(generated)).toBeUndefined();
+    expect(() => notesBlock('<!-- notes -->\nno end')).toThrow(/without <!-- \/notes -->/);
+  });
+
+  test('goes back before the first GPU section, or at the end of a page without one', () => {
+    const page = withNotes(generated, notes);
+    expect(page).toBe(`# Benchmark results\n\nintro\n\n- [GPU](#gpu)\n\n${notes}\n\n## GPU\n\n### copy\n`);
+    expect(notesBlock(page)).toBe(notes);
+    expect(withNotes('# Benchmark results\n\nNo results yet.\n', notes)).toBe(
+      `# Benchmark results\n\nNo results yet.\n\n${notes}\n`,
+    );
   });
 });
 

@@ -148,6 +148,26 @@ describe('report', () => {
     expect(fs.readdirSync(results)).toEqual(['test-gpu.json']);
     expect(fs.readdirSync(cwd)).toEqual([]);
   });
+
+  test("keeps the replaced README's hand-written summary; a table it cannot fill stops it before writing", () => {
+    const results = path.join(dir, 'results-notes');
+    fs.mkdirSync(results);
+    fs.writeFileSync(path.join(results, 'test-gpu.json'), JSON.stringify(result));
+    const notes = '<!-- notes -->\n## Summary\n\nWritten by hand.\n<!-- /notes -->';
+    fs.writeFileSync(path.join(results, 'README.md'), `# old page\n\n${notes}\n\n## Old GPU\n`);
+    expect(cli(['report', '--results', results, '--no-charts'], noBinary).status).toBe(0);
+    const page = fs.readFileSync(path.join(results, 'README.md'), 'utf8');
+    expect(page).toMatch(new RegExp(`\\n${notes}\\n\\n## Test GPU\\n`));
+    expect(page).not.toMatch(/Old GPU/);
+
+    // A summary table of a GPU with no result file here: an error, and the page is left as it was.
+    const withTable = page.replace('Written by hand.', '<!-- bench-table gemm-h100 -->\n<!-- /bench-table -->');
+    fs.writeFileSync(path.join(results, 'README.md'), withTable);
+    const r = cli(['report', '--results', results, '--no-charts'], noBinary);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/bench-table gemm-h100: no result file nvidia-h100-80gb-hbm3\.json/);
+    expect(fs.readFileSync(path.join(results, 'README.md'), 'utf8')).toBe(withTable);
+  });
 });
 
 describe('optional packages', () => {

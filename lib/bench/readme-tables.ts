@@ -1,7 +1,9 @@
-// The benchmark tables of the top-level README, generated from the committed result files so that
-// they cannot drift from them. Each table sits between `<!-- bench-table ID -->` and
-// `<!-- /bench-table -->`; `npx cuda-kernels report --readme README.md` rewrites every such block,
-// and a test fails when the README's blocks differ from what the result files give.
+// The summary tables of bench/results/README.md, generated from the committed result files so that
+// they cannot drift from them. The page is written by `npx cuda-kernels report`, except for its
+// hand-written summary between `<!-- notes -->` and `<!-- /notes -->`, which report keeps. Each
+// table in the summary sits between `<!-- bench-table ID -->` and `<!-- /bench-table -->`; report
+// rewrites every such block, and a test fails when the page's blocks differ from what the result
+// files give.
 import type { BenchFile, BenchRow } from './results';
 import { runsMarkdown } from './report';
 import { copyReference, fmt, fmtRatio, sortSizes } from './summary';
@@ -25,7 +27,7 @@ interface RatioColumn {
   den: string | 'copy';
 }
 
-/** One README table. Methods named with `{dtype}` are looked up per dtype row. */
+/** One summary table. Methods named with `{dtype}` are looked up per dtype row. */
 export interface ReadmeTable {
   /** The result file (GPU slug) the rows come from. */
   gpu: string;
@@ -48,7 +50,7 @@ const pow2 = (size: string) => {
 const square = (size: string) => `${size.split('x')[0]}²`;
 const mine = (m: string, dtype: string | undefined) => (dtype ? m.replace('{dtype}', dtype) : m);
 
-/** The README's tables, by block id. */
+/** The summary tables, by block id. */
 export const README_TABLES: Record<string, ReadmeTable> = {
   'ata-h100': {
     gpu: 'nvidia-h100-80gb-hbm3',
@@ -217,9 +219,31 @@ const IGNORE_END = '<!-- prettier-ignore-end -->';
 export function updateReadmeTables(text: string, files: ReadonlyMap<string, BenchFile>): string {
   return text.replace(BLOCK, (_, id: string) => {
     const spec = README_TABLES[id];
-    if (!spec) throw new RangeError(`README block bench-table ${id}: no such table (lib/bench/readme-tables.ts)`);
+    if (!spec) throw new RangeError(`block bench-table ${id}: no such table (lib/bench/readme-tables.ts)`);
     const file = files.get(spec.gpu);
-    if (!file) throw new RangeError(`README block bench-table ${id}: no result file ${spec.gpu}.json`);
+    if (!file) throw new RangeError(`block bench-table ${id}: no result file ${spec.gpu}.json`);
     return `<!-- bench-table ${id} -->\n${IGNORE_START}\n${readmeTable(spec, file)}\n${IGNORE_END}\n<!-- /bench-table -->`;
   });
+}
+
+/** The markers around a results page's hand-written summary, which report keeps. */
+export const NOTES_START = '<!-- notes -->';
+export const NOTES_END = '<!-- /notes -->';
+
+/** The hand-written block of a page, markers included, or undefined where it has none. */
+export function notesBlock(text: string): string | undefined {
+  const start = text.indexOf(`${NOTES_START}\n`);
+  if (start < 0) return undefined;
+  const end = text.indexOf(NOTES_END, start);
+  if (end < 0) throw new RangeError(`${NOTES_START} without ${NOTES_END}`);
+  return text.slice(start, end + NOTES_END.length);
+}
+
+/**
+ * A freshly generated page with `notes` put back where report's pages keep it: before the first
+ * `## ` heading (the first GPU's section), or at the end of a page without one.
+ */
+export function withNotes(page: string, notes: string): string {
+  const at = page.search(/^## /m);
+  return at < 0 ? `${page.replace(/\n*$/, '')}\n\n${notes}\n` : `${page.slice(0, at)}${notes}\n\n${page.slice(at)}`;
 }

@@ -78,7 +78,10 @@ program
   .option('--out <dir>', 'folder to write README.md and the charts into (default: the results folder)')
   .option('--reports <file>', "the reports' tables, transcribed", path.join('bench', 'reports.json'))
   .option('--no-charts', 'skip the SVG and PNG charts (they need the optional vega, vega-lite, @resvg/resvg-js)')
-  .option('--readme <file>', "also regenerate that file's <!-- bench-table --> blocks (this repository: README.md)")
+  .option(
+    '--readme <file>',
+    'also regenerate the <!-- bench-table --> blocks of another file (those of the results README are always)',
+  )
   .action(async (opts: { results: string; out?: string; reports: string; charts: boolean; readme?: string }) => {
     await (await import('./report')).report(opts);
   });

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import { CHART_PACKAGES, requirePackages } from './optional';
 
-import { updateReadmeTables } from '../bench/readme-tables';
+import { notesBlock, updateReadmeTables, withNotes } from '../bench/readme-tables';
 import { readResults, writeReport, type ReportsFile } from '../bench/report';
 import type { FamilyMeta } from '../bench/summary';
 
@@ -11,7 +11,7 @@ import type { FamilyMeta } from '../bench/summary';
  * The registry's families as metadata; loading them loads the addon, which needs no GPU. Without a
  * binary the report is still written, without the families' descriptions and references.
  */
-function familyMeta(out: (line: string) => void): Record<string, FamilyMeta> {
+export function familyMeta(out: (line: string) => void): Record<string, FamilyMeta> {
   let families: (typeof import('../bench/index'))['families'];
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -36,14 +36,16 @@ export interface ReportCliOptions {
   out?: string;
   reports: string;
   charts?: boolean;
-  /** A file whose `<!-- bench-table ID -->` blocks are regenerated too (this repository's README.md). */
+  /** Another file whose `<!-- bench-table ID -->` blocks are regenerated too. */
   readme?: string;
 }
 
 /**
  * `cuda-kernels report`: `<out>/README.md` and the charts, from the result files alone, and with
- * `readme` that file's benchmark tables. Writes nothing when the results folder holds no result
- * file (a wrong folder, or no bench run yet).
+ * `readme` that file's benchmark tables. The hand-written summary of the README it replaces
+ * (`<!-- notes -->`…`<!-- /notes -->`) is kept, its tables regenerated. Writes nothing when the
+ * results folder holds no result file (a wrong folder, or no bench run yet), or when the summary
+ * names a table the result files cannot give.
  */
 export async function report(opts: ReportCliOptions, out: (line: string) => void = console.log): Promise<string[]> {
   const resultsDir = path.resolve(opts.results);
@@ -55,6 +57,11 @@ export async function report(opts: ReportCliOptions, out: (line: string) => void
   }
   if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
   const outDir = path.resolve(opts.out ?? opts.results);
+  const files = new Map(readResults(resultsDir).map((g) => [g.slug, g.file]));
+  // The summary's tables are regenerated before anything is written, so an error cannot lose it.
+  const page = path.join(outDir, 'README.md');
+  const oldNotes = fs.existsSync(page) ? notesBlock(fs.readFileSync(page, 'utf8')) : undefined;
+  const notes = oldNotes && updateReadmeTables(oldNotes, files);
   const reportsFile = path.resolve(opts.reports);
   const reports = fs.existsSync(reportsFile)
     ? (JSON.parse(fs.readFileSync(reportsFile, 'utf8')) as ReportsFile)
@@ -68,8 +75,8 @@ export async function report(opts: ReportCliOptions, out: (line: string) => void
     families: familyMeta(out),
     charts: opts.charts,
   });
+  if (notes) fs.writeFileSync(page, withNotes(fs.readFileSync(page, 'utf8'), notes));
   if (opts.readme) {
-    const files = new Map(readResults(resultsDir).map((g) => [g.slug, g.file]));
     const text = fs.readFileSync(opts.readme, 'utf8');
     const updated = updateReadmeTables(text, files);
     if (updated !== text) fs.writeFileSync(opts.readme, updated);
