@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU host, from an unpacked tree (/work/helpers/gpu-pack.sh): the harness (built on the dev
 # machine, path in $HARNESS), then the stencil test suites and the package's bench, logs to $OUT.
-#   STEPS   any of: harness sass ncu test bench (default: harness test bench)
+#   STEPS   any of: harness sanitize sass ncu test bench (default: harness test bench)
 #   HARNESS_ARGS, BENCH_RUNS (default 2), BENCH_SIZES (default 4096,8192,16384)
 set -u
 export NCCL_NVLS_ENABLE=0
@@ -17,6 +17,13 @@ for step in ${STEPS:-harness test bench}; do
       smi "harness end"
       grep -E "^checks|FAIL" "$OUT/harness.log" | head -20
       grep -vE "^checks|FAIL" "$OUT/harness.log" | tail -60
+      ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        timeout 120 compute-sanitizer --tool $tool --error-exitcode 86 "$HARNESS" --no-time --small --variants 0,1 \
+          > "$OUT/$tool.log" 2>&1
+        echo "compute-sanitizer $tool: exit $? ($(grep -E '^checks|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tr '\n' ' '))"
+      done
       ;;
     sass)
       cuobjdump -sass "$HARNESS" > /tmp/sass-all.txt 2>&1

@@ -3,6 +3,7 @@
 //        native/stencil/stencil.cu bench/dev/stencil/stencil_harness.cu -o stencil_harness
 //   ./stencil_harness              checks every shape against `tiled`, then times them
 //   ./stencil_harness --no-time    checks only
+//   ./stencil_harness --no-time --small --variants 0,1    small grids (under compute-sanitizer)
 //   ./stencil_harness --reps 5 --sizes 4096,8192,16384 --variants 0,2 --dtype float32
 //
 // Every shape is checked bit for bit against the `tiled` method (same summation order, so the grids,
@@ -156,6 +157,7 @@ static void compare(const char* what, const Outcome& ref, const Outcome& got, Dt
 
 static std::vector<Dtype> dtypes = {Dtype::Float32, Dtype::Float64};
 static std::vector<int> wanted;  // --variants (each dtype has its own list of shapes)
+static bool small = false;       // --small: grids up to 300 000 cells (for compute-sanitizer)
 
 static std::vector<int> variantsFor(Dtype dtype) {
   std::vector<int> v;
@@ -177,6 +179,7 @@ static void checkAll() {
       for (int misalign : {0, 1}) {
         if (misalign && s[1] % 4 != 0) continue;  // only where the aligned case takes 16-byte loads
         const long long n = s[0] * s[1];
+        if (small && n > 300000) continue;
         Grids g(n, elem, misalign);
         fill(rng, dtype, g, n);
         for (int sweeps : {1, 5, 8, 13, 21}) {
@@ -203,6 +206,7 @@ static void checkAll() {
     for (auto& s : {std::array<long long, 2>{40, 52}, std::array<long long, 2>{150, 301},
                     std::array<long long, 2>{97, 276}}) {
       const long long n = s[0] * s[1];
+      if (small && n > 3000) continue;
       Grids g(n, elem);
       fill(rng, dtype, g, n);
       for (int weights = 0; weights < 2; ++weights) {
