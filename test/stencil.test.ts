@@ -17,6 +17,10 @@ const SHAPES: readonly [number, number][] = [
   // in `fast`) and a multiple of 4 (16-byte loads).
   [150, 301],
   [97, 276],
+  // Around the tiles of `fast` (float 112×96, double 96×48): a second tile row and column that own
+  // a single row/column (odd cols, scalar loads), and several tiles each way with 16-byte loads.
+  [97, 113],
+  [200, 228],
 ];
 
 function hostGrid(dtype: FloatDtype, n: number, seed: number): Float32Array | Float64Array {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/block_reduce.cuh"
+#include "core/cp_async.h"
 #include "core/pool.h"
 #include "stencil.h"
 
@@ -223,13 +224,27 @@ __global__ void __launch_bounds__(kTileX* kTileY)
 
 // ---------------------------------------------------------------------------------------------
 // fast: temporal blocking. A block loads a (TY + 2S)×(TX + 2S) tile — its TY×TX output cells plus an
-// S-cell halo — once, with 16-byte loads when the rows allow, then runs up to S sweeps between two
-// shared-memory buffers. Sweep s is valid on a region that shrinks by one cell per side per sweep,
-// so after S sweeps the output cells are exact without any exchange between blocks. Each thread
-// walks a band of rows down one column keeping the 3×3 window in registers (3 shared loads per
-// cell instead of 9). Every sweep's residual is the max over the output cells only (the halo
-// repeats other blocks' cells), reduced per block in shared memory and published with one atomic
-// per sweep per block at the end.
+// S-cell halo — once, then runs up to S sweeps between two shared-memory buffers. Sweep s is valid
+// on a region that shrinks by one cell per side per sweep, so after S sweeps the output cells are
+// exact without any exchange between blocks.
+//
+// What makes it fast (issue 19; bench/dev/stencil/NOTES.md has the measurements; fast_v1.cuh
+// describes the kernel it replaced, at 1.3–1.45× copy where this one reaches 2.2–2.5×):
+// - Each sweep writes its result one row up and one column left of where the cell is: cell (q, p) of
+//   sweep s is the stencil of cells (q..q+2, p..p+2) of sweep s − 1. The valid region then always
+//   starts at (0, 0) and only shrinks at its right and bottom edges, so every thread's group of C
+//   columns stays aligned for 8/16-byte shared loads and stores in every sweep.
+// - A thread computes C adjacent columns (4 for float, 2 for double) down a band of rows, holding a
+//   3×(C + 2) window in registers: per row, one or two vector loads and one vector store for C
+//   cells. The row loop is unrolled by three and rotates the window's rows by renaming.
+// - A sweep's (column group, row band) items are numbered group-fastest, one per thread: the band
+//   length is chosen per sweep to spread the groups × rows over the block. No lane idles for a
+//   nearly empty 32-column strip, and long bands keep the two rows each band loads first cheap.
+// - The tile's rows are copied with cp.async, one warp a row and one wrapped index per row and per
+//   lane; the next tile's copies are in flight while this tile's results are written out.
+// - The residual is the max over the output cells only (the halo repeats other blocks' cells), one
+//   predicated |new − old| max per cell; each warp keeps its per-sweep maxima in shared memory, and
+//   the block publishes one atomic per sweep at the end.
 
 template <typename T>
 struct Vec16;
@@ -244,36 +259,6 @@ struct Vec16<double> {
   static constexpr int width = 2;
 };
 
-// Output tile per block (TX×TY) for devices that allow large shared-memory blocks (sm_80, sm_90:
-// two blocks of ~92 KB (float) or 100 KB (double) per SM), and a small one for the rest.
-template <typename T, bool Large>
-struct FastShape;
-template <>
-struct FastShape<float, true> {
-  static constexpr int TX = 128, TY = 64;
-};
-template <>
-struct FastShape<double, true> {
-  static constexpr int TX = 64, TY = 64;
-};
-template <>
-struct FastShape<float, false> {
-  static constexpr int TX = 64, TY = 32;
-};
-template <>
-struct FastShape<double, false> {
-  static constexpr int TX = 32, TY = 32;
-};
-
-constexpr int kFastThreadsX = 32, kFastThreadsY = 8;
-
-template <typename T, bool Large>
-constexpr size_t fastSharedBytes() {
-  constexpr int W = FastShape<T, Large>::TX + 2 * kMaxPassSweeps,
-                H = FastShape<T, Large>::TY + 2 * kMaxPassSweeps;
-  return 2 * sizeof(T) * W * H;
-}
-
 // v reduced into [0, n): one conditional step when the tile reaches at most n beyond either edge.
 __device__ inline long long wrapIndex(long long v, long long n, bool general) {
   if (general) {
@@ -283,102 +268,378 @@ __device__ inline long long wrapIndex(long long v, long long n, bool general) {
   return v < 0 ? v + n : (v >= n ? v - n : v);
 }
 
-template <typename T, bool Large>
-__global__ void __launch_bounds__(kFastThreadsX* kFastThreadsY)
+// Copies `Bytes` (4, 8 or 16) from global to shared memory without passing through registers
+// (cp.async on sm_80 and later; an ordinary load and store below).
+template <int Bytes, typename T>
+__device__ __forceinline__ void copyToShared(T* dst, const T* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(src), "n"(Bytes) : "memory");
+#else
+  if constexpr (Bytes == 16)
+    *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+  else
+    *dst = *src;
+#endif
+}
+
+// m ← max(m, |d|), keeping a NaN once seen. On sm_80+ float32 this is one instruction (max.NaN with
+// the |·| folded into its operand); the residual is only ever compared, so which NaN it holds does
+// not matter.
+__device__ __forceinline__ float maxAbsKeepNaN(float m, float d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(m), "f"(fabsf(d)));
+  return r;
+#else
+  return maxKeepNaN(m, fabsf(d));
+#endif
+}
+__device__ __forceinline__ double maxAbsKeepNaN(double m, double d) {
+  return maxKeepNaN(m, fabs(d));
+}
+
+// A block shape: TX×TY output cells per tile, kThreads threads, C adjacent columns per thread, at most
+// kItems (column group, row band) items per thread and sweep.
+template <typename T, int TX_, int TY_, int Threads, int Items = 1, int C_ = 2>
+struct FastShape {
+  static constexpr int TX = TX_, TY = TY_, kThreads = Threads, kItems = Items, C = C_;
+  static constexpr int W = TX + 2 * kMaxPassSweeps, H = TY + 2 * kMaxPassSweeps;
+  // Two W×H buffers, each followed by the C − 2 cells (padded to 16 bytes) that the last group of
+  // its last row reads past its end: W − 2s need not be a multiple of C, and those cells only feed
+  // discarded ones. The padding is never written, so these reads race with nothing.
+  static constexpr int kBuffer = W * H + (C > 2 ? 16 / static_cast<int>(sizeof(T)) : 0);
+  static constexpr size_t sharedBytes = sizeof(T) * 2 * kBuffer;
+  // 16-byte global loads need x0 − S and W to be multiples of 4 floats, and the groups' shared
+  // accesses need W to be a multiple of C.
+  static_assert(TX % 4 == 0 && Threads % 32 == 0 && (C == 2 || C == 4), "fast: bad shape");
+};
+
+// A thread's row of C + 2 cells of a shared buffer, starting at a multiple of C, read with the
+// widest aligned accesses (float, C = 4: 16 + 8 bytes), and its C results written with one access.
+template <typename T, int C>
+struct RowIO;
+template <>
+struct RowIO<float, 2> {
+  static __device__ __forceinline__ void load(const float* at, float (&r)[4]) {
+    const float2 x = *reinterpret_cast<const float2*>(at), y = *reinterpret_cast<const float2*>(at + 2);
+    r[0] = x.x, r[1] = x.y, r[2] = y.x, r[3] = y.y;
+  }
+  static __device__ __forceinline__ void store(float* at, const float (&v)[2]) {
+    *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
+  }
+};
+template <>
+struct RowIO<float, 4> {
+  static __device__ __forceinline__ void load(const float* at, float (&r)[6]) {
+    const float4 x = *reinterpret_cast<const float4*>(at);
+    const float2 y = *reinterpret_cast<const float2*>(at + 4);
+    r[0] = x.x, r[1] = x.y, r[2] = x.z, r[3] = x.w, r[4] = y.x, r[5] = y.y;
+  }
+  static __device__ __forceinline__ void store(float* at, const float (&v)[4]) {
+    *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+};
+template <>
+struct RowIO<double, 2> {
+  static __device__ __forceinline__ void load(const double* at, double (&r)[4]) {
+    const double2 x = *reinterpret_cast<const double2*>(at), y = *reinterpret_cast<const double2*>(at + 2);
+    r[0] = x.x, r[1] = x.y, r[2] = y.x, r[3] = y.y;
+  }
+  static __device__ __forceinline__ void store(double* at, const double (&v)[2]) {
+    *reinterpret_cast<double2*>(at) = make_double2(v[0], v[1]);
+  }
+};
+
+// One thread's column group for one sweep: output columns p..p+C−1, rows [q0, q1) of dst, from rows
+// q0..q1+1 and columns p..p+C+1 of src, holding three rows of C + 2 cells in registers. The
+// residual covers the owned rows [ownLo, ownLo + rowsOwned) and owned columns only.
+template <typename T, int W, int C>
+__device__ __forceinline__ void sweepColumns(const Weights<T>& w, const T* __restrict__ src,
+                                             T* __restrict__ dst, int p, int q0, int q1, int ownLo,
+                                             int rowsOwned, int colsOwned, T& m) {
+  bool owned[C];
+#pragma unroll
+  for (int j = 0; j < C; ++j)
+    owned[j] = static_cast<unsigned>(p + j - ownLo) < static_cast<unsigned>(colsOwned);
+  const T* in = src + q0 * W + p;
+  T* out = dst + q0 * W + p;
+  // Output row q from window rows x (q), y (q + 1), z (q + 2); y holds the old values.
+  auto row = [&](const T(&x)[C + 2], const T(&y)[C + 2], const T(&z)[C + 2], int q) {
+    T v[C];
+#pragma unroll
+    for (int j = 0; j < C; ++j)
+      v[j] = applyWeights(w, x[j], x[j + 1], x[j + 2], y[j], y[j + 1], y[j + 2], z[j], z[j + 1], z[j + 2]);
+    RowIO<T, C>::store(out, v);
+    out += W;
+    const bool ownedRow = static_cast<unsigned>(q - ownLo) < static_cast<unsigned>(rowsOwned);
+#pragma unroll
+    for (int j = 0; j < C; ++j)
+      if (ownedRow && owned[j]) m = maxAbsKeepNaN(m, v[j] - y[j + 1]);
+  };
+  T a[C + 2], b[C + 2], c[C + 2];
+  RowIO<T, C>::load(in, a);
+  RowIO<T, C>::load(in + W, b);
+  in += 2 * W;
+  // Unrolled by three so that the window's rows rotate by renaming.
+  int q = q0;
+  for (; q + 3 <= q1; q += 3) {
+    RowIO<T, C>::load(in, c);
+    row(a, b, c, q);
+    RowIO<T, C>::load(in + W, a);
+    row(b, c, a, q + 1);
+    RowIO<T, C>::load(in + 2 * W, b);
+    row(c, a, b, q + 2);
+    in += 3 * W;
+  }
+  if (q < q1) {
+    RowIO<T, C>::load(in, c);
+    row(a, b, c, q);
+    if (q + 1 < q1) {
+      RowIO<T, C>::load(in + W, a);
+      row(b, c, a, q + 1);
+    }
+  }
+}
+
+// Starts copying the tile whose output cells begin at (y0, x0), with its S-cell halo, into buf: each
+// warp copies whole rows (one wrapped row index per row), each lane the same columns of every row
+// (wrapped once per tile).
+template <typename T, class Shape>
+__device__ inline void loadTile(const T* __restrict__ in, T* buf, long long rows, long long cols,
+                                long long y0, long long x0, bool vectors, bool generalWrap) {
+  constexpr int S = kMaxPassSweeps, W = Shape::W, H = Shape::H, V = Vec16<T>::width;
+  constexpr int kWarps = Shape::kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (vectors) {
+    // cols is a multiple of V and x0 − S is too, so no vector straddles the wrap.
+    constexpr int kSlots = (W / V + 31) / 32;
+    long long gx[kSlots];
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) gx[j] = wrapIndex(x0 - S + (lane + 32 * j) * V, cols, generalWrap);
+    for (int r = warp; r < H; r += kWarps) {
+      const T* from = in + wrapIndex(y0 - S + r, rows, generalWrap) * cols;
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j) {
+        const int c = (lane + 32 * j) * V;
+        if (c < W) copyToShared<16>(&buf[r * W + c], from + gx[j]);
+      }
+    }
+  } else {
+    constexpr int kSlots = (W + 31) / 32;
+    long long gx[kSlots];
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) gx[j] = wrapIndex(x0 - S + lane + 32 * j, cols, generalWrap);
+    for (int r = warp; r < H; r += kWarps) {
+      const T* from = in + wrapIndex(y0 - S + r, rows, generalWrap) * cols;
+#pragma unroll
+      for (int j = 0; j < kSlots; ++j) {
+        const int c = lane + 32 * j;
+        if (c < W) copyToShared<sizeof(T)>(&buf[r * W + c], from + gx[j]);
+      }
+    }
+  }
+  copyCommit();
+}
+
+// Writes the tile's owned cells (rowsOwned × colsOwned, from res with row pitch W) to out at (y0, x0),
+// each warp whole rows. res is V-aligned when the pass ran all S sweeps.
+template <typename T, class Shape>
+__device__ inline void storeTile(const T* res, T* __restrict__ out, long long cols, long long y0,
+                                 long long x0, int rowsOwned, int colsOwned, bool vectors) {
+  constexpr int TX = Shape::TX, W = Shape::W, V = Vec16<T>::width, kWarps = Shape::kThreads / 32;
+  using Vec = typename Vec16<T>::type;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const bool aligned = reinterpret_cast<uintptr_t>(res) % 16 == 0;
+  for (int r = warp; r < rowsOwned; r += kWarps) {
+    T* to = out + (y0 + r) * cols + x0;
+    const T* from = res + r * W;
+    if (vectors) {
+      for (int c = lane * V; c < colsOwned; c += 32 * V) {
+        Vec v;
+        if (aligned) {
+          v = *reinterpret_cast<const Vec*>(from + c);
+        } else {
+          T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+          for (int i = 0; i < V; ++i) e[i] = from[c + i];
+        }
+        *reinterpret_cast<Vec*>(to + c) = v;
+      }
+    } else {
+      for (int c = lane; c < colsOwned; c += 32) to[c] = from[c];
+    }
+  }
+  static_assert(TX % V == 0, "fast: TX must be a multiple of the vector width");
+}
+
+template <typename T, class Shape>
+__global__ void __launch_bounds__(Shape::kThreads)
     stencil_fast_kernel(const T* __restrict__ in, T* __restrict__ out, long long rows, long long cols,
                         Weights<T> w, State* st, Pass pass, double tolerance, bool vectors,
                         bool generalWrap) {
-  constexpr int S = kMaxPassSweeps, TX = FastShape<T, Large>::TX, TY = FastShape<T, Large>::TY;
-  constexpr int W = TX + 2 * S, H = TY + 2 * S, V = Vec16<T>::width;
-  using Vec = typename Vec16<T>::type;
+  constexpr int S = kMaxPassSweeps, TX = Shape::TX, TY = Shape::TY, W = Shape::W, H = Shape::H;
+  constexpr int kThreads = Shape::kThreads, kWarps = kThreads / 32, C = Shape::C;
   extern __shared__ __align__(16) unsigned char sharedBytes[];
-  T* buf0 = reinterpret_cast<T*>(sharedBytes);
-  T* buf1 = buf0 + W * H;
-  __shared__ T scratch[2][kFastThreadsY];
-  __shared__ T sweepMax[S];
+  T* const buf0 = reinterpret_cast<T*>(sharedBytes);
+  auto buf = [&](int i) { return buf0 + i * Shape::kBuffer; };
+  __shared__ T warpMax[kWarps][S];  // each warp's running max per sweep, over all its tiles
 
   if (passSkipped<T>(st, pass, tolerance)) return;
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kFastThreadsX + tx;
-  constexpr int kThreads = kFastThreadsX * kFastThreadsY;
-  if (tid < S) sweepMax[tid] = 0;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (lane < S) warpMax[warp][lane] = 0;
   const long long tilesX = (cols + TX - 1) / TX;
   const long long tiles = tilesX * ((rows + TY - 1) / TY);
+  const int n = pass.sweeps;
 
+  int cur = 0;  // the buffer holding the loaded tile
+  if (blockIdx.x < tiles)
+    loadTile<T, Shape>(in, buf(cur), rows, cols, (blockIdx.x / tilesX) * TY, (blockIdx.x % tilesX) * TX,
+                       vectors, generalWrap);
   for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
     const long long y0 = (t / tilesX) * TY, x0 = (t % tilesX) * TX;
-    if (vectors) {
-      // cols is a multiple of V and x0 − S is too, so no vector straddles the wrap.
-      for (int k = tid; k < H * (W / V); k += kThreads) {
-        const int r = k / (W / V), c = (k % (W / V)) * V;
-        const long long gy = wrapIndex(y0 - S + r, rows, generalWrap);
-        const long long gx = wrapIndex(x0 - S + c, cols, generalWrap);
-        *reinterpret_cast<Vec*>(&buf0[r * W + c]) = *reinterpret_cast<const Vec*>(&in[gy * cols + gx]);
-      }
-    } else {
-      for (int k = tid; k < H * W; k += kThreads) {
-        const int r = k / W, c = k % W;
-        const long long gy = wrapIndex(y0 - S + r, rows, generalWrap);
-        const long long gx = wrapIndex(x0 - S + c, cols, generalWrap);
-        buf0[r * W + c] = in[gy * cols + gx];
-      }
-    }
+    // Output cells inside the grid: the first rowsOwned rows and colsOwned columns of the tile.
+    const int rowsOwned = static_cast<int>(rows - y0 < TY ? rows - y0 : TY);
+    const int colsOwned = static_cast<int>(cols - x0 < TX ? cols - x0 : TX);
+    copyWait<0>();
     __syncthreads();
 
-    // Output cells inside the grid, in tile coordinates: rows [S, rEnd), cols [S, cEnd).
-    const int rEnd = S + static_cast<int>(rows - y0 < TY ? rows - y0 : TY);
-    const int cEnd = S + static_cast<int>(cols - x0 < TX ? cols - x0 : TX);
-    const T* src = buf0;
-    T* dst = buf1;
-    for (int s = 1; s <= pass.sweeps; ++s) {
+    for (int s = 1; s <= n; ++s) {
+      const T* src = buf(cur);
+      T* dst = buf(cur ^ 1);
+      // Sweep s computes rows [0, H − 2s) and columns [0, W − 2s) (in shifted coordinates), the
+      // columns in groups of C (the last group may run past W − 2s: those cells are never used).
+      const int groups = (W - 2 * s + C - 1) / C, height = H - 2 * s;
+      const int bands = min(height, max(1, Shape::kItems * kThreads / groups));
+      const int band = (height + bands - 1) / bands;
+      const int items = groups * ((height + band - 1) / band);
+      const int lo = S - s;  // the owned cells' first row and column after s shifts
       T m = 0;
-      const int band = (H - 2 * s + kFastThreadsY - 1) / kFastThreadsY;
-      const int r0 = s + ty * band;
-      const int r1 = min(r0 + band, H - s);
-      for (int c = s + tx; c < W - s && r0 < r1; c += kFastThreadsX) {
-        const T* p = src + (r0 - 1) * W + c;
-        T a0 = p[-1], a1 = p[0], a2 = p[1];
-        p += W;
-        T b0 = p[-1], b1 = p[0], b2 = p[1];
-        const bool ownedCol = c >= S && c < cEnd;
-        for (int r = r0; r < r1; ++r) {
-          p += W;
-          const T c0 = p[-1], c1 = p[0], c2 = p[1];
-          const T v = applyWeights(w, a0, a1, a2, b0, b1, b2, c0, c1, c2);
-          dst[r * W + c] = v;
-          if (ownedCol && r >= S && r < rEnd) m = maxKeepNaN(m, v > b1 ? v - b1 : b1 - v);
-          a0 = b0, a1 = b1, a2 = b2;
-          b0 = c0, b1 = c1, b2 = c2;
-        }
+      for (int k = tid; k < items; k += kThreads) {
+        const int b = k / groups, q0 = b * band;
+        sweepColumns<T, W, C>(w, src, dst, C * (k - b * groups), q0, min(q0 + band, height), lo, rowsOwned,
+                              colsOwned, m);
       }
       m = warpReduce<MaxKeepNaNOp>(m);
-      if (tx == 0) scratch[s & 1][ty] = m;
+      if (lane == 0) warpMax[warp][s - 1] = maxKeepNaN(warpMax[warp][s - 1], m);
       __syncthreads();
-      if (tid == 0) {
-        T bm = sweepMax[s - 1];
-        for (int i = 0; i < kFastThreadsY; ++i) bm = maxKeepNaN(bm, scratch[s & 1][i]);
-        sweepMax[s - 1] = bm;
-      }
-      const T* nextSrc = dst;
-      dst = const_cast<T*>(src);
-      src = nextSrc;
+      cur ^= 1;
     }
 
-    if (vectors) {
-      for (int k = tid; k < TY * (TX / V); k += kThreads) {
-        const int r = S + k / (TX / V), c = S + (k % (TX / V)) * V;
-        if (r < rEnd && c < cEnd)
-          *reinterpret_cast<Vec*>(&out[(y0 + r - S) * cols + x0 + c - S]) =
-              *reinterpret_cast<const Vec*>(&src[r * W + c]);
-      }
-    } else {
-      for (int k = tid; k < TY * TX; k += kThreads) {
-        const int r = S + k / TX, c = S + k % TX;
-        if (r < rEnd && c < cEnd) out[(y0 + r - S) * cols + x0 + c - S] = src[r * W + c];
-      }
+    // buf(cur) holds the result, its owned cells from (S − n, S − n); the other buffer is free for
+    // the next tile, which loads while this one is written out.
+    if (t + gridDim.x < tiles) {
+      const long long next = t + gridDim.x;
+      loadTile<T, Shape>(in, buf(cur ^ 1), rows, cols, (next / tilesX) * TY, (next % tilesX) * TX, vectors,
+                         generalWrap);
     }
-    __syncthreads();  // the next tile's loads overwrite buf0
+    storeTile<T, Shape>(buf(cur) + (S - n) * W + (S - n), out, cols, y0, x0, rowsOwned, colsOwned, vectors);
+    cur ^= 1;  // the next tile is in the other buffer; the barrier at the loop's top orders the reuse
   }
-  if (tid < pass.sweeps) atomicMax(&st->residual[pass.index % 3][tid], toBits(sweepMax[tid]));
+  __syncthreads();
+  if (tid < n) {
+    T bm = 0;
+    for (int i = 0; i < kWarps; ++i) bm = maxKeepNaN(bm, warpMax[i][tid]);
+    atomicMax(&st->residual[pass.index % 3][tid], toBits(bm));
+  }
+}
+
+#ifdef CK_TUNING_VARIANTS
+#include "fast_v1.cuh"
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// fast's kernels, one per block shape. Entries 0–2 are shipped: the first whose shared memory the
+// device lets a block opt in to runs (entry 0, ~115 KB: two blocks per SM on sm_90, one on sm_80;
+// entry 1, 80–92 KB, for sm_86/sm_89's 99 KB; entry 2, at most 48 KB, for the rest). The harness
+// (bench/dev/stencil) compiles this file with -DCK_TUNING_VARIANTS for the shapes it compares.
+
+template <typename T>
+using FastFn = void (*)(const T*, T*, long long, long long, Weights<T>, State*, Pass, double, bool, bool);
+
+template <typename T>
+struct FastKernel {
+  const char* name = nullptr;
+  FastFn<T> fn = nullptr;
+  dim3 block;
+  size_t sharedBytes = 0;
+  int tx = 0, ty = 0;  // output tile
+};
+
+template <typename T, class Shape>
+FastKernel<T> fastKernel(const char* name) {
+  return {name,     stencil_fast_kernel<T, Shape>, dim3(Shape::kThreads), Shape::sharedBytes, Shape::TX,
+          Shape::TY};
+}
+
+template <typename T>
+FastKernel<T> fastKernelAt(int i);
+
+// Entries 0: 112×96 (float, 4 columns a thread) and 96×48 (double, 2 columns) were the fastest at
+// 8192² and 16384² on the H100 (bench/dev/stencil/NOTES.md); both keep two blocks (16 warps) per SM.
+// Entries 1 and 2 stand in on devices with less shared memory; neither was measured on one (see
+// NOTES.md for their H100 figures). The other shapes stay for the harness.
+template <>
+FastKernel<float> fastKernelAt<float>(int i) {
+  switch (i) {
+    case 0: return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4>>("112x96 256thr 4col");
+    case 1: return fastKernel<float, FastShape<float, 128, 64, 256, 1, 4>>("128x64 256thr 4col");
+    case 2: return fastKernel<float, FastShape<float, 64, 32, 256>>("64x32 256thr");
+#ifdef CK_TUNING_VARIANTS
+    case 3: return fastKernel<float, FastShape<float, 160, 64, 256, 1, 4>>("160x64 256thr 4col");
+    case 4: return fastKernel<float, FastShape<float, 112, 96, 256>>("112x96 256thr");
+    case 5: return fastKernel<float, FastShape<float, 160, 64, 256>>("160x64 256thr");
+    case 6: return fastKernel<float, FastShape<float, 112, 96, 256, 2, 4>>("112x96 256thr 4col 2items");
+    case 7:
+      return {"v1 128x64",
+              stencil_fast_v1_kernel<float, true>,
+              dim3(kV1ThreadsX, kV1ThreadsY),
+              v1SharedBytes<float, true>(),
+              V1Shape<float, true>::TX,
+              V1Shape<float, true>::TY};
+    case 8:
+      return {"v1 64x32",
+              stencil_fast_v1_kernel<float, false>,
+              dim3(kV1ThreadsX, kV1ThreadsY),
+              v1SharedBytes<float, false>(),
+              V1Shape<float, false>::TX,
+              V1Shape<float, false>::TY};
+#endif
+  }
+  return {};
+}
+
+template <>
+FastKernel<double> fastKernelAt<double>(int i) {
+  switch (i) {
+    case 0: return fastKernel<double, FastShape<double, 96, 48, 256>>("96x48 256thr");
+    case 1: return fastKernel<double, FastShape<double, 64, 48, 256>>("64x48 256thr");
+    case 2: return fastKernel<double, FastShape<double, 32, 32, 256>>("32x32 256thr");
+#ifdef CK_TUNING_VARIANTS
+    case 3: return fastKernel<double, FastShape<double, 96, 96, 512>>("96x96 512thr");
+    case 4: return fastKernel<double, FastShape<double, 72, 64, 256>>("72x64 256thr");
+    case 5: return fastKernel<double, FastShape<double, 64, 64, 256>>("64x64 256thr");
+    case 6: return fastKernel<double, FastShape<double, 96, 48, 256, 2>>("96x48 256thr 2items");
+    case 7:
+      return {"v1 64x64",
+              stencil_fast_v1_kernel<double, true>,
+              dim3(kV1ThreadsX, kV1ThreadsY),
+              v1SharedBytes<double, true>(),
+              V1Shape<double, true>::TX,
+              V1Shape<double, true>::TY};
+    case 8:
+      return {"v1 32x32",
+              stencil_fast_v1_kernel<double, false>,
+              dim3(kV1ThreadsX, kV1ThreadsY),
+              v1SharedBytes<double, false>(),
+              V1Shape<double, false>::TX,
+              V1Shape<double, false>::TY};
+#endif
+  }
+  return {};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -387,7 +648,9 @@ __global__ void __launch_bounds__(kFastThreadsX* kFastThreadsY)
 template <typename T>
 class Runner {
  public:
-  Runner(Method method, const Problem& pb, cudaStream_t stream) : method_(method), pb_(pb), stream_(stream) {
+  // fastVariant: an entry of fastKernelAt, or −1 for the shipped choice.
+  Runner(Method method, const Problem& pb, cudaStream_t stream, int fastVariant = -1)
+      : method_(method), pb_(pb), stream_(stream), fastVariant_(fastVariant) {
     for (int i = 0; i < 9; ++i) w_.w[i] = static_cast<T>(pb.weights[i]);
   }
 
@@ -404,14 +667,25 @@ class Runner {
     } else if (method_ == Method::Fast) {
       int optin = 0;
       err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-      large_ = err == cudaSuccess && static_cast<size_t>(optin) >= fastSharedBytes<T, true>();
-      if (err == cudaSuccess) err = large_ ? prepareFast<true>() : prepareFast<false>();
+      if (err != cudaSuccess) return err;
+      int variant = fastVariant_;
+      if (variant < 0) {
+        variant = 0;
+        while (variant < 2 && fastKernelAt<T>(variant).sharedBytes > static_cast<size_t>(optin)) ++variant;
+      }
+      fast_ = fastKernelAt<T>(variant);
+      if (fast_.fn == nullptr) return cudaErrorInvalidValue;
+      err = cudaFuncSetAttribute(fast_.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(fast_.sharedBytes));
+      int perSm = 0;
+      if (err == cudaSuccess)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &perSm, fast_.fn, static_cast<int>(fast_.block.x * fast_.block.y), fast_.sharedBytes);
+      blocks_ = static_cast<long long>(sms_) * (perSm > 0 ? perSm : 1);
       constexpr int V = Vec16<T>::width;
       vectors_ = pb_.cols % V == 0;
       for (const T* p : {in, a, b}) vectors_ = vectors_ && reinterpret_cast<uintptr_t>(p) % 16 == 0;
-      const int tx = large_ ? FastShape<T, true>::TX : FastShape<T, false>::TX;
-      const int ty = large_ ? FastShape<T, true>::TY : FastShape<T, false>::TY;
-      generalWrap_ = pb_.rows <= ty + kMaxPassSweeps || pb_.cols <= tx + kMaxPassSweeps;
+      generalWrap_ = pb_.rows <= fast_.ty + kMaxPassSweeps || pb_.cols <= fast_.tx + kMaxPassSweeps;
     }
     return err;
   }
@@ -436,33 +710,14 @@ class Runner {
             <<<blocks, dim3(kTileX, kTileY), 0, stream_>>>(src, dst, rows, cols, w_, st, p, pb_.tolerance);
         break;
       }
-      case Method::Fast:
-        return large_ ? launchFast<true>(src, dst, st, p) : launchFast<false>(src, dst, st, p);
+      case Method::Fast: {
+        const long long tiles = ((cols + fast_.tx - 1) / fast_.tx) * ((rows + fast_.ty - 1) / fast_.ty);
+        const unsigned blocks = static_cast<unsigned>(tiles < blocks_ ? tiles : blocks_);
+        fast_.fn<<<blocks, fast_.block, fast_.sharedBytes, stream_>>>(src, dst, rows, cols, w_, st, p,
+                                                                      pb_.tolerance, vectors_, generalWrap_);
+        break;
+      }
     }
-    return cudaGetLastError();
-  }
-
-  template <bool Large>
-  cudaError_t prepareFast() {
-    constexpr size_t bytes = fastSharedBytes<T, Large>();
-    cudaError_t err = cudaFuncSetAttribute(
-        stencil_fast_kernel<T, Large>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    int perSm = 0;
-    if (err == cudaSuccess)
-      err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, stencil_fast_kernel<T, Large>,
-                                                          kFastThreadsX * kFastThreadsY, bytes);
-    blocks_ = static_cast<long long>(sms_) * (perSm > 0 ? perSm : 1);
-    return err;
-  }
-
-  template <bool Large>
-  cudaError_t launchFast(const T* src, T* dst, State* st, const Pass& p) {
-    constexpr int TX = FastShape<T, Large>::TX, TY = FastShape<T, Large>::TY;
-    const long long tiles = ((pb_.cols + TX - 1) / TX) * ((pb_.rows + TY - 1) / TY);
-    const unsigned blocks = static_cast<unsigned>(tiles < blocks_ ? tiles : blocks_);
-    stencil_fast_kernel<T, Large>
-        <<<blocks, dim3(kFastThreadsX, kFastThreadsY), fastSharedBytes<T, Large>(), stream_>>>(
-            src, dst, pb_.rows, pb_.cols, w_, st, p, pb_.tolerance, vectors_, generalWrap_);
     return cudaGetLastError();
   }
 
@@ -487,16 +742,18 @@ class Runner {
   Method method_;
   Problem pb_;
   cudaStream_t stream_;
+  int fastVariant_;
   Weights<T> w_;
   int sms_ = 1;
   long long blocks_ = 1;
-  bool vectors_ = false, generalWrap_ = true, large_ = false;
+  FastKernel<T> fast_;
+  bool vectors_ = false, generalWrap_ = true;
 };
 
 template <typename T>
-cudaError_t runTyped(Method method, const T* in, T* a, T* b, const Problem& pb, cudaStream_t stream,
-                     State* st, Result* result) {
-  Runner<T> runner(method, pb, stream);
+cudaError_t runTyped(Method method, int fastVariant, const T* in, T* a, T* b, const Problem& pb,
+                     cudaStream_t stream, State* st, Result* result) {
+  Runner<T> runner(method, pb, stream, fastVariant);
   cudaError_t err = runner.prepare(in, a, b);
   if (err == cudaSuccess) err = cudaMemsetAsync(st, 0, sizeof(State), stream);
   if (err != cudaSuccess) return err;
@@ -569,23 +826,20 @@ cudaError_t runTyped(Method method, const T* in, T* a, T* b, const Problem& pb, 
   }
 }
 
-}  // namespace detail
-
-cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, const Problem& pb,
-                cudaStream_t stream, Result* result) {
-  using namespace detail;
+cudaError_t runWith(Method method, int fastVariant, Dtype dtype, const void* in, void* a, void* b,
+                    const Problem& pb, cudaStream_t stream, Result* result) {
   if (pb.rows < 1 || pb.cols < 1 || pb.maxIterations < 1 || pb.checkEvery < 1) return cudaErrorInvalidValue;
   State* st = nullptr;
   cudaError_t err = poolMalloc(&st, sizeof(State), stream);
   if (err != cudaSuccess) return err;
   switch (dtype) {
     case Dtype::Float32:
-      err = runTyped(method, static_cast<const float*>(in), static_cast<float*>(a), static_cast<float*>(b),
-                     pb, stream, st, result);
+      err = runTyped(method, fastVariant, static_cast<const float*>(in), static_cast<float*>(a),
+                     static_cast<float*>(b), pb, stream, st, result);
       break;
     case Dtype::Float64:
-      err = runTyped(method, static_cast<const double*>(in), static_cast<double*>(a), static_cast<double*>(b),
-                     pb, stream, st, result);
+      err = runTyped(method, fastVariant, static_cast<const double*>(in), static_cast<double*>(a),
+                     static_cast<double*>(b), pb, stream, st, result);
       break;
     default: err = cudaErrorInvalidValue;
   }
@@ -593,6 +847,32 @@ cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, co
   const cudaError_t synced = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) return err;
   return freed != cudaSuccess ? freed : synced;
+}
+
+#ifdef CK_TUNING_VARIANTS
+// Tuning hooks for bench/dev/stencil (not part of the addon's interface).
+int fastVariantCount(Dtype dtype) {
+  int n = 0;
+  while (dtype == Dtype::Float64 ? fastKernelAt<double>(n).fn != nullptr
+                                 : fastKernelAt<float>(n).fn != nullptr)
+    ++n;
+  return n;
+}
+const char* fastVariantName(Dtype dtype, int v) {
+  const char* name = dtype == Dtype::Float64 ? fastKernelAt<double>(v).name : fastKernelAt<float>(v).name;
+  return name ? name : "?";
+}
+cudaError_t runFastVariant(int variant, Dtype dtype, const void* in, void* a, void* b, const Problem& pb,
+                           cudaStream_t stream, Result* result) {
+  return runWith(Method::Fast, variant, dtype, in, a, b, pb, stream, result);
+}
+#endif
+
+}  // namespace detail
+
+cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, const Problem& pb,
+                cudaStream_t stream, Result* result) {
+  return detail::runWith(method, -1, dtype, in, a, b, pb, stream, result);
 }
 
 }  // namespace stencil
