@@ -249,8 +249,9 @@ describeGpu('stencilAsync', () => {
       for (let i = 1; i < progress.length; i++) expect(progress[i].done).toBeGreaterThan(progress[i - 1].done);
       for (const p of progress.slice(0, -1)) expect(p.done % checkEvery).toBe(0);
       expect(progress.at(-1)).toEqual({ done: r.iterations, total: maxIterations });
-      if (tolerance === 0) expect(r.iterations).toBe(maxIterations);
-      else expect(r.iterations).toBeLessThan(maxIterations); // the converging cases do converge
+      // At tolerance 0 a run stops early only at an exact fixed point (a 1×1 torus is one after a sweep).
+      if (tolerance === 0 && r.residual > 0) expect(r.iterations).toBe(maxIterations);
+      if (tolerance > 0) expect(r.iterations).toBeLessThan(maxIterations); // the converging cases do converge
     },
   );
 
@@ -557,9 +558,11 @@ describeGpu('apspAsync', () => {
     out.free();
     await expect(p).resolves.toBe(out); // the run completed on memory that stayed alive
     expect(out.freed).toBe(true);
+    // The library goes on working: the same run again, against the blocking form.
     using h = ck.upload(w);
-    using d = await ck.apspAsync(h, n, { method: 'fast' });
-    expect(ck.cpu.firstMismatch(await d.toHost(), ck.cpu.apsp(w, n))).toBe(-1);
+    using d = await ck.apspAsync(h, n, { method: 'basic', blockFactor: 32 });
+    using ref = ck.apsp(h, n, { method: 'shared' });
+    expect(ck.cpu.firstMismatch(await d.toHost(), await ref.toHost())).toBe(-1);
   });
 
   test('a CudaError on the pool thread (out of memory for the padded workspace) rejects the promise', async () => {
