@@ -11,6 +11,16 @@ export interface TimerHandle {
   readonly __brand: 'cuda-kernels.timer';
 }
 
+/** Opaque cancel flag of one asynchronous call (asyncToken). */
+export interface CancelToken {
+  readonly __brand: 'cuda-kernels.cancel';
+}
+
+/** Opaque set of array locks held across the steps of an asynchronous call (asyncHold). */
+export interface HoldHandle {
+  readonly __brand: 'cuda-kernels.hold';
+}
+
 /** Opaque handle to one rank's NCCL communicator (a type-tagged N-API External). */
 export interface CommHandle {
   readonly __brand: 'cuda-kernels.comm';
@@ -140,6 +150,20 @@ export interface NativeBinding {
   timerElapsed(timer: TimerHandle): number;
   timerFree(timer: TimerHandle): void;
 
+  /** A cancel flag for one asynchronous call; asyncCancel sets it, the call stops at its next step. */
+  asyncToken(): CancelToken;
+  asyncCancel(token: CancelToken): void;
+  /**
+   * Locks arrays for a call made of several asynchronous steps: a free() of any of them waits for
+   * asyncRelease, and the `written` ones (named by `writtenNames` in errors) are refused as outputs of
+   * other calls meanwhile. Throws if a written one is being written by a running call.
+   */
+  asyncHold(owner: string, read: BufferHandle[], written: BufferHandle[], writtenNames: string[]): HoldHandle;
+  /** Releases a hold (idempotent); frees deferred by it take effect. */
+  asyncRelease(hold: HoldHandle): void;
+  /** Resolves once the work queued on the device's library stream before the call has finished. */
+  streamWaitAsync(device: number): Promise<void>;
+
   cublasInfo(): NativeCublasInfo;
   cublasLoad(): string;
 
@@ -165,6 +189,8 @@ export interface NativeBinding {
   scanMethods(): string[];
   /** op: 0 sum, 1 min, 2 max. */
   reduceRun(a: BufferHandle, op: number): number;
+  /** The same, waited for on a libuv pool thread. */
+  reduceRunAsync(a: BufferHandle, op: number): Promise<number>;
 
   /** Copies `grid` into `a`, sweeps a → b → a …; says which buffer holds the result. Waits for the GPU. */
   stencilRun(
@@ -179,6 +205,22 @@ export interface NativeBinding {
     checkEvery: number,
     method: number,
   ): { iterations: number; residual: number; finalBuffer: 0 | 1 };
+  /**
+   * The same run on a libuv pool thread (one chunk of stencilAsync's sweeps); `a` and `b` must be
+   * held for writing (asyncHold) by the caller.
+   */
+  stencilRunAsync(
+    grid: BufferHandle,
+    a: BufferHandle,
+    b: BufferHandle,
+    rows: number,
+    cols: number,
+    weights: Float64Array,
+    tolerance: number,
+    maxIterations: number,
+    checkEvery: number,
+    method: number,
+  ): Promise<{ iterations: number; residual: number; finalBuffer: 0 | 1 }>;
   stencilMethods(): string[];
   /**
    * All-pairs shortest paths of the n×n int32 weight matrix `dist` into `out` (and the next-hop
@@ -194,6 +236,21 @@ export interface NativeBinding {
     blockFactor: number,
     progress?: (done: number, rounds: number) => void,
   ): void;
+  /**
+   * apspRun on a libuv pool thread, which waits for each round (with the next one queued): between
+   * rounds it stops, rejecting with an Error of code ABORT_ERR, once `token` is cancelled, and it
+   * reports `progress(done, rounds)` (delivered on the JS thread, all before the promise settles).
+   */
+  apspRunAsync(
+    dist: BufferHandle,
+    out: BufferHandle,
+    next: BufferHandle | null,
+    n: number,
+    method: number,
+    blockFactor: number,
+    token?: CancelToken,
+    progress?: (done: number, rounds: number) => void,
+  ): Promise<void>;
   apspMethods(): string[];
   /**
    * All-pairs shortest paths of `dist` into `out` (on devices[0]) across `devices`: scheme 0 the row
@@ -207,6 +264,17 @@ export interface NativeBinding {
     scheme: 0 | 1,
     viaHost: boolean,
   ): void;
+  /** apspRunMulti on a libuv pool thread, with a cancel token and progress as apspRunAsync. */
+  apspRunMultiAsync(
+    dist: BufferHandle,
+    out: BufferHandle,
+    n: number,
+    devices: number[],
+    scheme: 0 | 1,
+    viaHost: boolean,
+    token?: CancelToken,
+    progress?: (done: number, rounds: number) => void,
+  ): Promise<void>;
   /** Random n×n weight matrix into `out`: edges with probability `density`, weights in [minWeight, maxWeight]. */
   apspRandomGraph(
     out: BufferHandle,
@@ -255,6 +323,28 @@ export interface NativeBinding {
     streams: number,
     comm?: CommHandle,
   ): void;
+  /**
+   * `error` set to 0, then one epoch as mlpTrainEpoch, enqueued and waited for on a libuv pool thread;
+   * params, momentum, workspace and error must be held for writing (asyncHold) by the caller.
+   */
+  mlpTrainEpochAsync(
+    params: BufferHandle,
+    momentum: BufferHandle,
+    workspace: BufferHandle,
+    x: BufferHandle,
+    t: BufferHandle,
+    error: BufferHandle,
+    layers: number[],
+    hidden: number,
+    output: number,
+    patterns: number,
+    batch: number,
+    eta: number,
+    alpha: number,
+    method: number,
+    streams: number,
+    comm?: CommHandle,
+  ): Promise<void>;
   /** Y = network(X) for `rows` patterns; with T, adds ½Σ(y − t)² to `error`. method: 0 custom, 1 cublas. */
   mlpForward(
     params: BufferHandle,
@@ -269,6 +359,20 @@ export interface NativeBinding {
     rows: number,
     method: number,
   ): void;
+  /** mlpForward (`error` set to 0 first when given), enqueued and waited for on a libuv pool thread. */
+  mlpForwardAsync(
+    params: BufferHandle,
+    workspace: BufferHandle,
+    x: BufferHandle,
+    y: BufferHandle,
+    t: BufferHandle | null,
+    error: BufferHandle | null,
+    layers: number[],
+    hidden: number,
+    output: number,
+    rows: number,
+    method: number,
+  ): Promise<void>;
   /** Whether NCCL (loaded at run time) is available, where it was found, its version or why not. */
   ncclInfo(): NativeNcclInfo;
   /**

@@ -41,15 +41,24 @@ export {
   type CopyFromOptions,
 } from './array';
 export { pinned, isPinned, type PinnedArray } from './pinned';
-export { EventTimer, timed, type Timed } from './timing';
+export { EventTimer, timed, timedAsync, type Timed, type TimedAsyncOptions } from './timing';
+export { synchronizeAsync, AbortError, type AsyncOptions, type ProgressOptions, type Progress } from './async';
 export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from './ops/ata';
 export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';
-export { scan, reduce, scanMethods, type ScanMethod, type ScanOptions } from './ops/scan';
+export { scan, reduce, reduceAsync, scanMethods, type ScanMethod, type ScanOptions } from './ops/scan';
 export type { ReduceOp } from './cpu/scan';
-export { stencil, stencilMethods, type StencilMethod, type StencilOptions } from './ops/stencil';
+export {
+  stencil,
+  stencilAsync,
+  stencilMethods,
+  type StencilMethod,
+  type StencilOptions,
+  type StencilAsyncOptions,
+} from './ops/stencil';
 export { stencilPresets, type StencilResult, type StencilWeights } from './cpu/stencil';
 export {
   apsp,
+  apspAsync,
   apspMethods,
   apspBlockFactor,
   apspRounds,
@@ -60,6 +69,7 @@ export {
   APSP_MAX_N,
   type ApspMethod,
   type ApspOptions,
+  type ApspAsyncOptions,
   type ApspResult,
   type RandomGraphOptions,
 } from './ops/apsp';
@@ -71,6 +81,7 @@ export {
   type MlpRunOptions,
   type MlpInput,
   type MlpTrainOptions,
+  type MlpTrainAsyncOptions,
 } from './ops/mlp';
 export {
   mlpActivations,

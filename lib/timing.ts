@@ -1,4 +1,5 @@
 import type { TimerHandle } from '../binding';
+import { abortable, type AsyncOptions, resolveAsync, throwIfAborted } from './async';
 import { checkDevice } from './device';
 import { typeError } from './errors';
 import { native } from './native';
@@ -84,5 +85,45 @@ export function timed<T>(fn: () => T, options: { device?: number } = {}): Timed<
     throw new TypeError('fn must be synchronous: timed() measures the GPU work it queues, not a Promise');
   }
   timer.stop();
+  return { ms: timer.elapsedMs(), result };
+}
+
+/** Options of {@link timedAsync}. */
+export interface TimedAsyncOptions extends AsyncOptions {
+  /** Device whose library stream the events go on (default 0). */
+  device?: number;
+}
+
+/**
+ * {@link timed} for code that awaits: records a CUDA event, runs `fn` (which may return a Promise,
+ * e.g. of {@link stencilAsync}), records a second event once it has settled, and resolves with the
+ * GPU milliseconds between the two and `fn`'s result, waiting for the second event on a libuv pool
+ * thread. The events bracket everything queued on the device's library stream meanwhile — the GPU
+ * time of the work `fn` awaited, plus any idle gaps while JS ran between its steps.
+ *
+ * Rejects (never throws): TypeError/RangeError for bad arguments, what `fn` threw or rejected with,
+ * a {@link CudaError}, or an {@link AbortError}: an already-aborted `options.signal` rejects before
+ * `fn` runs; an abort while waiting for the second event rejects at once (`fn` itself is not
+ * interrupted: give it the same signal for that).
+ *
+ * @example
+ * ```ts
+ * const { ms, result } = await timedAsync(() => stencilAsync(g, rows, cols, { signal }), { signal });
+ * ```
+ */
+export async function timedAsync<T>(
+  fn: () => T | PromiseLike<T>,
+  options: TimedAsyncOptions = {},
+): Promise<Timed<Awaited<T>>> {
+  if (typeof fn !== 'function') throw typeError('fn', 'a function', fn);
+  const { signal } = resolveAsync(options, false);
+  const device = checkDevice(options.device ?? 0, 'options.device');
+  throwIfAborted(signal, 'timedAsync');
+  using timer = new EventTimer(device);
+  timer.start();
+  const result = await fn();
+  timer.stop();
+  // The stop event is then complete: elapsedMs() returns without waiting.
+  await abortable(native.streamWaitAsync(device), signal, 'timedAsync');
   return { ms: timer.elapsedMs(), result };
 }

@@ -8,6 +8,7 @@ namespace ck {
 void registerDevices(Napi::Env env, Napi::Object exports);
 void registerBuffers(Napi::Env env, Napi::Object exports);
 void registerEvents(Napi::Env env, Napi::Object exports);
+void registerAsync(Napi::Env env, Napi::Object exports);
 void registerCublas(Napi::Env env, Napi::Object exports);
 void registerAta(Napi::Env env, Napi::Object exports);
 void registerGemm(Napi::Env env, Napi::Object exports);
@@ -28,6 +29,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerDevices(env, exports);
   ck::registerBuffers(env, exports);
   ck::registerEvents(env, exports);
+  ck::registerAsync(env, exports);
   ck::registerCublas(env, exports);
   ck::registerAta(env, exports);
   ck::registerGemm(env, exports);

@@ -35,19 +35,42 @@ export function dataParallelStart(
   // Failures surface through waitSync (and later calls); the promises must not go unhandled.
   comm.allGather(mine, { out: all }).catch(ignore);
   comm.waitSync();
-  const got = all.toHostSync();
+  checkAgreement(comm, all.toHostSync(), params.length, batches);
+  comm.broadcast(params, 0).catch(ignore);
+  comm.broadcast(momentum, 0).catch(ignore);
+}
+
+/**
+ * @internal {@link dataParallelStart} for `Mlp.trainAsync`: the same check and broadcasts, awaiting
+ * the other ranks instead of blocking the JS thread.
+ */
+export async function dataParallelStartAsync(
+  comm: Communicator,
+  params: DeviceArray<'float32'>,
+  momentum: DeviceArray<'float32'>,
+  patterns: number,
+  batch: number,
+): Promise<void> {
+  const batches = Math.ceil(patterns / batch);
+  using mine = upload(Int32Array.of(params.length, batches), { device: comm.device });
+  using all = empty('int32', 2 * comm.size, { device: comm.device });
+  await comm.allGather(mine, { out: all });
+  checkAgreement(comm, await all.toHost(), params.length, batches);
+  comm.broadcast(params, 0).catch(ignore);
+  comm.broadcast(momentum, 0).catch(ignore);
+}
+
+function checkAgreement(comm: Communicator, got: Int32Array, parameters: number, batches: number): void {
   const disagree: string[] = [];
   for (let r = 0; r < comm.size; r++) {
-    if (got[2 * r] !== params.length || got[2 * r + 1] !== batches) {
+    if (got[2 * r] !== parameters || got[2 * r + 1] !== batches) {
       disagree.push(`rank ${r}: ${got[2 * r]} parameters, ${got[2 * r + 1]} batches`);
     }
   }
   if (disagree.length > 0) {
     throw new RangeError(
       `Mlp.train with comm: the ranks must agree on the network and on the batches per epoch ` +
-        `(rank ${comm.rank}: ${params.length} parameters, ${batches} batches; ${disagree.join('; ')})`,
+        `(rank ${comm.rank}: ${parameters} parameters, ${batches} batches; ${disagree.join('; ')})`,
     );
   }
-  comm.broadcast(params, 0).catch(ignore);
-  comm.broadcast(momentum, 0).catch(ignore);
 }

@@ -1,10 +1,11 @@
 import { checkArray, type DeviceArray, empty } from '../array';
+import { abortError, AbortError, isCancelled, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
 import { INF } from '../cpu/apsp';
 import { checkDevice } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 import { canAccessPeer, checkDeviceIndex, peerCopy } from './peer';
-import { reduce } from './scan';
+import { reduce, reduceAsync } from './scan';
 
 export { INF };
 
@@ -155,6 +156,66 @@ export function apsp(
   n: number,
   options: ApspOptions = {},
 ): DeviceArray<'int32'> | ApspResult {
+  const plan = planApsp(dist, n, options);
+  if (plan.kind === 'multi') {
+    if (plan.validate) validateWeights(dist);
+    const out = plan.out ?? empty('int32', n * n, { device: plan.devices[0], shape: [n, n] });
+    try {
+      native.apspRunMulti(dist.handle('dist'), out.handle('options.out'), n, plan.devices, plan.scheme, plan.viaHost);
+    } catch (e) {
+      if (!plan.out) out.free();
+      throw e;
+    }
+    return out;
+  }
+  if (plan.kind === 'elsewhere') {
+    using local = empty('int32', n * n, { device: plan.device, shape: [n, n] });
+    peerCopy(local, dist);
+    return apsp(local, n, { ...options, devices: undefined });
+  }
+  if (plan.validate) validateWeights(dist);
+  const out = plan.out ?? empty('int32', n * n, { device: dist.device, shape: [n, n] });
+  let next: DeviceArray<'int32'> | undefined;
+  try {
+    if (plan.paths) next = empty('int32', n * n, { device: dist.device, shape: [n, n] });
+    native.apspRun(
+      dist.handle('dist'),
+      out.handle('options.out'),
+      next ? next.handle('next') : null,
+      n,
+      plan.method,
+      plan.factor,
+      options.onRound,
+    );
+  } catch (e) {
+    if (!plan.out) out.free();
+    next?.free();
+    throw e;
+  }
+  return next ? { dist: out, next } : out;
+}
+
+/** What {@link apsp} and {@link apspAsync} run, after the same checks: one device, several, or another. */
+type ApspPlan =
+  | {
+      kind: 'single';
+      method: number;
+      factor: number;
+      paths: boolean;
+      validate: boolean;
+      out?: DeviceArray<'int32'>;
+    }
+  | {
+      kind: 'multi';
+      devices: number[];
+      scheme: 0 | 1;
+      viaHost: boolean;
+      validate: boolean;
+      out?: DeviceArray<'int32'>;
+    }
+  | { kind: 'elsewhere'; device: number };
+
+function planApsp(dist: DeviceArray<'int32'>, n: number, options: ApspOptions): ApspPlan {
   checkArray('dist', dist, 'int32');
   checkInteger('n', n, 1, APSP_MAX_N);
   if (n * n !== dist.length) throw rangeError('dist', `n·n = ${n * n} elements long`, `${dist.length} elements`);
@@ -165,8 +226,8 @@ export function apsp(
   }
   if (options.devices !== undefined) {
     const devices = checkDevices(options.devices);
-    if (devices.length > 1) return apspMulti(dist, n, devices, method, options);
-    if (devices[0] !== dist.device) return apspElsewhere(dist, n, devices[0], options);
+    if (devices.length > 1) return planMulti(dist, n, devices, method, options);
+    if (devices[0] !== dist.device) return { kind: 'elsewhere', device: devices[0] };
   }
   const resolved = method === 'auto' || method === 'replicated' ? 'fast' : method;
   const factor = apspBlockFactor(resolved, n, options.blockFactor);
@@ -177,7 +238,7 @@ export function apsp(
   if (options.onRound !== undefined && typeof options.onRound !== 'function') {
     throw typeError('options.onRound', 'a function', options.onRound);
   }
-  let out = options.out;
+  const out = options.out;
   if (out !== undefined) {
     checkArray('options.out', out, 'int32');
     if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, `${out.length} elements`);
@@ -185,27 +246,7 @@ export function apsp(
     if (out === dist)
       throw new RangeError('options.out must not be dist: the input is read while the output is written');
   }
-  if (validate) validateWeights(dist);
-  const owned = out === undefined;
-  out ??= empty('int32', n * n, { device: dist.device, shape: [n, n] });
-  let next: DeviceArray<'int32'> | undefined;
-  try {
-    if (paths) next = empty('int32', n * n, { device: dist.device, shape: [n, n] });
-    native.apspRun(
-      dist.handle('dist'),
-      out.handle('options.out'),
-      next ? next.handle('next') : null,
-      n,
-      apspMethods.indexOf(resolved),
-      factor,
-      options.onRound,
-    );
-  } catch (e) {
-    if (owned) out.free();
-    next?.free();
-    throw e;
-  }
-  return next ? { dist: out, next } : out;
+  return { kind: 'single', method: apspMethods.indexOf(resolved), factor, paths, validate, out };
 }
 
 function checkDevices(value: unknown): number[] {
@@ -239,25 +280,13 @@ function viaHostFor(transfer: unknown, devices: readonly number[]): boolean {
   return true;
 }
 
-/** One device that is not dist's: a copy of dist there, then the single-GPU run. */
-function apspElsewhere(
-  dist: DeviceArray<'int32'>,
-  n: number,
-  device: number,
-  options: ApspOptions,
-): DeviceArray<'int32'> | ApspResult {
-  using local = empty('int32', n * n, { device, shape: [n, n] });
-  peerCopy(local, dist);
-  return apsp(local, n, { ...options, devices: undefined });
-}
-
-function apspMulti(
+function planMulti(
   dist: DeviceArray<'int32'>,
   n: number,
   devices: number[],
   method: ApspMethod,
   options: ApspOptions,
-): DeviceArray<'int32'> {
+): ApspPlan {
   if (method !== 'auto' && method !== 'fast' && method !== 'replicated') {
     throw rangeError('options.method', 'auto, fast or replicated with several devices', method);
   }
@@ -270,7 +299,7 @@ function apspMulti(
   }
   const validate = options.validate ?? true;
   if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
-  let out = options.out;
+  const out = options.out;
   if (out !== undefined) {
     checkArray('options.out', out, 'int32');
     if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, `${out.length} elements`);
@@ -280,30 +309,136 @@ function apspMulti(
       throw new RangeError('options.out must not be dist: the input is read while the output is written');
   }
   const viaHost = viaHostFor(options.transfer ?? 'auto', [...new Set([...devices, dist.device])]);
-  if (validate) validateWeights(dist);
-  const owned = out === undefined;
-  out ??= empty('int32', n * n, { device: devices[0], shape: [n, n] });
-  try {
-    native.apspRunMulti(
-      dist.handle('dist'),
-      out.handle('options.out'),
-      n,
-      devices,
-      method === 'replicated' ? 1 : 0,
-      viaHost,
-    );
-  } catch (e) {
-    if (owned) out.free();
-    throw e;
-  }
-  return out;
+  return { kind: 'multi', devices, scheme: method === 'replicated' ? 1 : 0, viaHost, validate, out };
 }
 
 function validateWeights(dist: DeviceArray<'int32'>): void {
-  const lo = reduce(dist, 'min');
+  checkWeightRange(reduce(dist, 'min'), reduce(dist, 'max'));
+}
+
+function checkWeightRange(lo: number, hi: number): void {
   if (lo < 0) throw rangeError('dist', `a weight matrix with weights in [0, INF] (no negative weights)`, lo);
-  const hi = reduce(dist, 'max');
   if (hi > INF) throw rangeError('dist', `a weight matrix with weights in [0, INF = ${INF}]`, hi);
+}
+
+/** Options of {@link apspAsync}: those of {@link apsp} but `onRound`, an AbortSignal and a progress callback. */
+export interface ApspAsyncOptions extends Omit<ApspOptions, 'onRound'>, ProgressOptions {}
+
+/**
+ * {@link apsp} as a Promise, on one device or several (`devices`): the same distances, next hops and
+ * argument checks, with the run on a libuv pool thread that waits for each round (the next one already
+ * queued, so the GPUs stay busy), so the JS thread keeps running. After each round it reports
+ * `options.onProgress({ done, total })` (rounds done and ⌈n / block factor⌉, or the 128-row tile rows
+ * with several devices; the last report comes when the result is complete) and checks `options.signal`.
+ * `options.onRound` is not taken: use `onProgress`, which also works with several devices.
+ *
+ * Rejects, never throws: TypeError/RangeError as {@link apsp} throws them, {@link CudaError}, or
+ * {@link AbortError} within one round of the abort (the round in flight completes on the GPU; `dist`
+ * is intact and `options.out` holds partial distances, usable at once). While it runs, `options.out`
+ * is refused as an output of other calls and a `free()` of `dist` or `out` takes effect when it
+ * settles. See docs/async.md.
+ *
+ * @example
+ * ```ts
+ * const d = await apspAsync(g, n, { signal: AbortSignal.timeout(60_000), onProgress: ({ done, total }) => bar.update(done / total) });
+ * const { dist, next } = await apspAsync(g, n, { paths: true });
+ * ```
+ */
+export function apspAsync(
+  dist: DeviceArray<'int32'>,
+  n: number,
+  options?: ApspAsyncOptions & { paths?: false },
+): Promise<DeviceArray<'int32'>>;
+export function apspAsync(
+  dist: DeviceArray<'int32'>,
+  n: number,
+  options: ApspAsyncOptions & { paths: true },
+): Promise<ApspResult>;
+export function apspAsync(
+  dist: DeviceArray<'int32'>,
+  n: number,
+  options?: ApspAsyncOptions,
+): Promise<DeviceArray<'int32'> | ApspResult>;
+export async function apspAsync(
+  dist: DeviceArray<'int32'>,
+  n: number,
+  options: ApspAsyncOptions = {},
+): Promise<DeviceArray<'int32'> | ApspResult> {
+  const what = 'apspAsync';
+  if (typeof options === 'object' && options !== null && (options as ApspOptions).onRound !== undefined) {
+    throw typeError('options.onRound', 'undefined (apspAsync reports progress through options.onProgress)', 'a value');
+  }
+  const plan = planApsp(dist, n, options);
+  const { signal, onProgress } = resolveAsync(options, true);
+  throwIfAborted(signal, what);
+  if (plan.kind === 'elsewhere') {
+    using local = empty('int32', n * n, { device: plan.device, shape: [n, n] });
+    peerCopy(local, dist);
+    // Awaited here: `local` is freed when this function returns.
+    return await apspAsync(local, n, { ...options, devices: undefined });
+  }
+  if (plan.validate) {
+    checkWeightRange(await reduceAsync(dist, 'min'), await reduceAsync(dist, 'max'));
+    throwIfAborted(signal, what);
+  }
+  const device = plan.kind === 'multi' ? plan.devices[0] : dist.device;
+  const out = plan.out ?? empty('int32', n * n, { device, shape: [n, n] });
+  let next: DeviceArray<'int32'> | undefined;
+  const token = native.asyncToken();
+  const cancel = () => native.asyncCancel(token);
+  signal?.addEventListener('abort', cancel, { once: true });
+  let done = 0;
+  let total = 0;
+  let thrown: { error: unknown } | undefined;
+  const progress = (d: number, t: number) => {
+    if (thrown) return;
+    done = d;
+    total = t;
+    try {
+      onProgress?.({ done: d, total: t });
+    } catch (error) {
+      thrown = { error };
+      cancel();
+    }
+  };
+  try {
+    if (plan.kind === 'multi') {
+      await native.apspRunMultiAsync(
+        dist.handle('dist'),
+        out.handle('options.out'),
+        n,
+        plan.devices,
+        plan.scheme,
+        plan.viaHost,
+        token,
+        progress,
+      );
+    } else {
+      if (plan.paths) next = empty('int32', n * n, { device, shape: [n, n] });
+      await native.apspRunAsync(
+        dist.handle('dist'),
+        out.handle('options.out'),
+        next ? next.handle('next') : null,
+        n,
+        plan.method,
+        plan.factor,
+        token,
+        progress,
+      );
+    }
+    if (thrown) throw thrown.error;
+    throwIfAborted(signal, `${what} (after ${done} of ${total} rounds)`);
+  } catch (e) {
+    if (!plan.out) out.free();
+    next?.free();
+    if (thrown) throw thrown.error;
+    if (isCancelled(e) || (signal?.aborted && !(e instanceof AbortError)))
+      throw abortError(signal, `${what} (after ${done} of ${total} rounds)`);
+    throw e;
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+  }
+  return next ? { dist: out, next } : out;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { checkArray, DeviceArray, empty, upload } from '../array';
+import { type AsyncOptions, holdArrays, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
 import {
   checkPatterns,
   checkTrainOptions,
@@ -16,7 +17,7 @@ import {
 } from '../cpu/mlp';
 import { checkDevice, cublasInfo } from '../device';
 import { type Communicator } from '../dist/communicator';
-import { dataParallelHandle, dataParallelStart } from '../dist/mlp';
+import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '../dist/mlp';
 import { asNcclError } from '../dist/nccl';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
@@ -65,6 +66,9 @@ export interface MlpTrainOptions extends TrainOptions {
    */
   comm?: Communicator;
 }
+
+/** Options of {@link Mlp.trainAsync}: those of {@link Mlp.train}, an AbortSignal and a progress callback. */
+export interface MlpTrainAsyncOptions extends MlpTrainOptions, ProgressOptions {}
 
 /** What `fromWeights` takes besides the weights. */
 export type MlpRunOptions = Omit<MlpOptions, 'layers' | 'activation' | 'output' | 'seed'>;
@@ -281,6 +285,180 @@ export class Mlp {
     } finally {
       for (const a of owned) a.free();
     }
+  }
+
+  /**
+   * {@link Mlp.train} as a Promise: the same epochs, results, `onEpoch` calls and argument checks, with
+   * each epoch enqueued and waited for on a libuv pool thread, so the JS thread keeps running. After each
+   * epoch it calls `options.onEpoch` and then `options.onProgress({ done, total })` (epochs done of
+   * `epochs`), and checks `options.signal`. With `options.comm` the ranks' start-up agreement is awaited
+   * too instead of blocking.
+   *
+   * Rejects, never throws: TypeError/RangeError as {@link Mlp.train} throws them, {@link CudaError} (or
+   * `NcclError` with `comm`), or {@link AbortError} after the epoch in flight when the signal aborts:
+   * the network then holds the weights of the epochs completed (each counted in later `epoch` numbers)
+   * and is usable at once. While it runs, the network's arrays are refused as outputs of other calls
+   * (a second `trainAsync` or an `evaluateAsync` rejects; `predictAsync` may run and sees the weights
+   * of the moment), and `free()` takes effect when it settles. See docs/async.md.
+   *
+   * @example
+   * ```ts
+   * const ac = new AbortController();
+   * const epochs = await net.trainAsync(X, T, { epochs: 1000, signal: ac.signal, onProgress: ({ done }) => bar.update(done) });
+   * ```
+   */
+  async trainAsync(X: MlpInput, T: MlpInput, options: MlpTrainAsyncOptions): Promise<EpochResult[]> {
+    const what = 'Mlp.trainAsync';
+    const params = this.#live();
+    checkRate('eta', this.eta);
+    checkRate('alpha', this.alpha);
+    const comm = options?.comm === undefined ? undefined : dataParallelHandle(options.comm, this.device);
+    const { signal, onProgress } = resolveAsync(options, true);
+    throwIfAborted(signal, what);
+    const { x, t, owned } = this.#inputs(X, T);
+    try {
+      const P = checkPatterns(this.layers, x, t);
+      const { epochs, batch } = checkTrainOptions(options, P);
+      // A workspace of its own: the cached one of train() may be replaced meanwhile.
+      using workspace = empty('float32', native.mlpWorkspace(...this.#args(), batch, this.streams, true), {
+        device: this.device,
+      });
+      const momentum = this.#momentum as DeviceArray<'float32'>;
+      const error = this.#error as DeviceArray<'float64'>;
+      if (comm) await dataParallelStartAsync(comm, params, momentum, P, batch);
+      const release = holdArrays(
+        what,
+        [x, t as DeviceArray<'float32'>],
+        [
+          ['params', params],
+          ['momentum', momentum],
+          ['workspace', workspace],
+          ['error', error],
+        ],
+      );
+      try {
+        using timer = new EventTimer(this.device);
+        const results: EpochResult[] = [];
+        for (let e = 0; e < epochs; e++) {
+          timer.start();
+          await native.mlpTrainEpochAsync(
+            params.handle('params'),
+            momentum.handle('momentum'),
+            workspace.handle('workspace'),
+            x.handle('X'),
+            (t as DeviceArray<'float32'>).handle('T'),
+            error.handle('error'),
+            ...this.#args(),
+            P,
+            batch,
+            this.eta,
+            this.alpha,
+            mlpMethods.indexOf(this.method),
+            this.streams,
+            comm?.handle(what),
+          );
+          timer.stop();
+          const [sum] = await error.toHost();
+          // The stop event came before the error's copy: complete, so this does not wait.
+          const r = { epoch: ++this.#epochs, error: sum, ms: timer.elapsedMs() };
+          comm?.check();
+          results.push(r);
+          options.onEpoch?.(r);
+          onProgress?.({ done: e + 1, total: epochs });
+          throwIfAborted(signal, `${what} (after ${e + 1} of ${epochs} epochs)`);
+        }
+        return results;
+      } finally {
+        release();
+      }
+    } catch (e) {
+      throw comm ? asNcclError(e) : e;
+    } finally {
+      for (const a of owned) a.free();
+    }
+  }
+
+  /** {@link Mlp.predict} as a Promise: host in, host out (P × nOut, float32). See {@link Mlp.predictAsync}. */
+  predictAsync(X: ArrayLike<number>, options?: AsyncOptions): Promise<Float32Array>;
+  /**
+   * {@link Mlp.predict} as a Promise: the forward pass is enqueued and waited for on a libuv pool
+   * thread, so the JS thread keeps running; device in, device out (P × nOut). Rejects, never throws:
+   * TypeError/RangeError as {@link Mlp.predict} throws them, {@link CudaError}, or {@link AbortError}
+   * when `options.signal` aborts before the result is in (after the pass in flight: nothing is left
+   * locked). May run while {@link Mlp.trainAsync} runs (it reads the weights of the moment).
+   */
+  predictAsync(X: DeviceArray<'float32'>, options?: AsyncOptions): Promise<DeviceArray<'float32'>>;
+  async predictAsync(X: MlpInput, options: AsyncOptions = {}): Promise<Float32Array | DeviceArray<'float32'>> {
+    const what = 'Mlp.predictAsync';
+    this.#live();
+    const { signal } = resolveAsync(options, false);
+    throwIfAborted(signal, what);
+    const { x, owned } = this.#inputs(X);
+    try {
+      const P = checkPatterns(this.layers, x);
+      const y = empty('float32', P * (this.layers.at(-1) as number), { device: this.device });
+      try {
+        await this.#forwardAsync(x, y, null, P);
+        throwIfAborted(signal, what);
+        if (X instanceof DeviceArray) return y;
+        const host = await y.toHost();
+        throwIfAborted(signal, what);
+        y.free();
+        return host;
+      } catch (e) {
+        y.free();
+        throw e;
+      }
+    } finally {
+      for (const a of owned) a.free();
+    }
+  }
+
+  /**
+   * {@link Mlp.evaluate} as a Promise: ½Σ(y − t)² over all patterns, the forward pass enqueued and
+   * waited for on a libuv pool thread. Rejects, never throws: TypeError/RangeError as
+   * {@link Mlp.evaluate} throws them, {@link CudaError}, or {@link AbortError} when `options.signal`
+   * aborts before the result is in (after the pass in flight). Rejects while {@link Mlp.trainAsync}
+   * runs on the same network (both write its error accumulator).
+   */
+  async evaluateAsync(X: MlpInput, T: MlpInput, options: AsyncOptions = {}): Promise<number> {
+    const what = 'Mlp.evaluateAsync';
+    this.#live();
+    const { signal } = resolveAsync(options, false);
+    throwIfAborted(signal, what);
+    const { x, t, owned } = this.#inputs(X, T);
+    try {
+      const P = checkPatterns(this.layers, x, t);
+      using y = empty('float32', P * (this.layers.at(-1) as number), { device: this.device });
+      const error = this.#error as DeviceArray<'float64'>;
+      await this.#forwardAsync(x, y, t as DeviceArray<'float32'>, P);
+      const [sum] = await error.toHost();
+      throwIfAborted(signal, what);
+      return sum;
+    } finally {
+      for (const a of owned) a.free();
+    }
+  }
+
+  async #forwardAsync(
+    x: DeviceArray<'float32'>,
+    y: DeviceArray<'float32'>,
+    t: DeviceArray<'float32'> | null,
+    P: number,
+  ): Promise<void> {
+    const floats = native.mlpWorkspace(...this.#args(), P, 1, false);
+    using ws = empty('float32', Math.max(1, floats), { device: this.device });
+    await native.mlpForwardAsync(
+      this.#live().handle(),
+      ws.handle(),
+      x.handle('X'),
+      y.handle(),
+      t ? t.handle('T') : null,
+      t ? (this.#error as DeviceArray<'float64'>).handle() : null,
+      ...this.#args(),
+      P,
+      mlpMethods.indexOf(this.method),
+    );
   }
 
   #forward(x: DeviceArray<'float32'>, y: DeviceArray<'float32'>, t: DeviceArray<'float32'> | null, P: number): void {

@@ -1,4 +1,5 @@
 import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
+import { type AsyncOptions, resolveAsync, throwIfAborted } from '../async';
 import type { ReduceOp } from '../cpu/scan';
 import { rangeError, typeError } from '../errors';
 import { native } from '../native';
@@ -71,13 +72,40 @@ export function scan<D extends Dtype>(arr: DeviceArray<D>, options: ScanOptions 
   return out;
 }
 
+/** The op's index for native reduceRun, after checking `arr` and `op`. */
+function reduceOp(arr: DeviceArray, op: ReduceOp): number {
+  checkArray('arr', arr);
+  if (!REDUCE_OPS.includes(op)) throw rangeError('op', "'sum', 'min' or 'max'", op);
+  return REDUCE_OPS.indexOf(op);
+}
+
 /**
  * `sum`, `min` or `max` of a device array, as a number (this waits for the GPU). Float sums
  * accumulate in float64; integer sums wrap around modulo 2^32 like {@link scan}'s last element (an
  * int32 result as the signed value). An empty array gives 0, +Infinity and -Infinity.
  */
 export function reduce(arr: DeviceArray, op: ReduceOp): number {
-  checkArray('arr', arr);
-  if (!REDUCE_OPS.includes(op)) throw rangeError('op', "'sum', 'min' or 'max'", op);
-  return native.reduceRun(arr.handle('arr'), REDUCE_OPS.indexOf(op));
+  const code = reduceOp(arr, op);
+  return native.reduceRun(arr.handle('arr'), code);
+}
+
+/**
+ * {@link reduce} as a Promise: the reduction is queued after the work already queued on the array's
+ * device and waited for on a libuv pool thread, so the JS thread keeps running (useful behind a long
+ * call such as {@link stencilAsync}). Rejects, never throws: a TypeError/RangeError for bad
+ * arguments (as {@link reduce} throws them), a {@link CudaError}, or an {@link AbortError} if
+ * `options.signal` is aborted before the call or before the result is in (see docs/async.md).
+ *
+ * @example
+ * ```ts
+ * const total = await reduceAsync(arr, 'sum', { signal: AbortSignal.timeout(5000) });
+ * ```
+ */
+export async function reduceAsync(arr: DeviceArray, op: ReduceOp, options: AsyncOptions = {}): Promise<number> {
+  const code = reduceOp(arr, op);
+  const { signal } = resolveAsync(options, false);
+  throwIfAborted(signal, 'reduceAsync');
+  const value = await native.reduceRunAsync(arr.handle('arr'), code);
+  throwIfAborted(signal, 'reduceAsync');
+  return value;
 }

@@ -1,4 +1,5 @@
 import { checkArray, copyDevice, type DeviceArray, empty } from '../array';
+import { holdArrays, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
 import {
   checkGridShape,
   resolveStencilOptions,
@@ -7,7 +8,7 @@ import {
 } from '../cpu/stencil';
 import { checkInteger, rangeError } from '../errors';
 import { native } from '../native';
-import { reduce } from './scan';
+import { reduce, reduceAsync } from './scan';
 
 /**
  * The stencil variants, in the order of native/stencil/stencil.cu (the test suite checks the two
@@ -48,11 +49,55 @@ export interface StencilOptions extends CpuStencilOptions {
   scratch?: DeviceArray;
 }
 
+/** What {@link stencil} and {@link stencilAsync} run, after checking every argument the same way. */
+interface StencilPlan {
+  weights: Float64Array;
+  tolerance: number;
+  maxIterations: number;
+  checkEvery: number;
+  method: number;
+  shape: number[];
+}
+
+function planStencil(grid: DeviceArray, rows: number, cols: number, options: StencilOptions): StencilPlan {
+  checkArray('grid', grid);
+  if (grid.dtype !== 'float32' && grid.dtype !== 'float64')
+    throw new TypeError(`grid must be a DeviceArray of float32 or float64, got ${grid.dtype}`);
+  checkGridShape(grid.length, rows, cols);
+  const { weights, tolerance, maxIterations } = resolveStencilOptions(options);
+  const checkEvery = checkInteger('options.checkEvery', options.checkEvery ?? 64, 1);
+  const method = options.method ?? 'auto';
+  if (method !== 'auto' && !(stencilMethods as readonly string[]).includes(method))
+    throw rangeError('options.method', `one of auto, ${stencilMethods.join(', ')}`, method);
+  const resolved = method === 'auto' ? 'fast' : method;
+  const given: DeviceArray[] = [grid];
+  for (const name of ['out', 'scratch'] as const) {
+    const arr = options[name];
+    if (arr === undefined) continue;
+    checkArray(`options.${name}`, arr, grid.dtype);
+    if (arr.length !== grid.length)
+      throw rangeError(`options.${name}`, `${grid.length} elements long`, `${arr.length} elements`);
+    if (arr.device !== grid.device)
+      throw rangeError(`options.${name}`, `on device ${grid.device}`, `device ${arr.device}`);
+    if (given.includes(arr)) throw new RangeError(`options.${name} must be an array other than grid and options.out`);
+    given.push(arr);
+  }
+  return {
+    weights,
+    tolerance,
+    maxIterations,
+    checkEvery,
+    method: stencilMethods.indexOf(resolved),
+    shape: [rows, cols],
+  };
+}
+
 /**
  * Iterates a periodic 3×3 stencil on a rows×cols float32 or float64 grid (row-major, both axes
  * wrap around: a torus) until the largest change of a sweep is ≤ `tolerance` or `maxIterations`
  * sweeps are done. Returns the final grid as a new DeviceArray (the input is left unchanged), the
  * sweep count, the last sweep's residual and the grid's sum (`checksum`, via {@link reduce}).
+ * {@link stencilAsync} is the same as a Promise.
  *
  * @example
  * ```ts
@@ -66,46 +111,24 @@ export function stencil<G extends DeviceArray<'float32' | 'float64'>>(
   cols: number,
   options: StencilOptions = {},
 ): StencilResult<G> {
-  checkArray('grid', grid);
-  if (grid.dtype !== 'float32' && grid.dtype !== 'float64')
-    throw new TypeError(`grid must be a DeviceArray of float32 or float64, got ${grid.dtype}`);
-  checkGridShape(grid.length, rows, cols);
-  const { weights, tolerance, maxIterations } = resolveStencilOptions(options);
-  const checkEvery = checkInteger('options.checkEvery', options.checkEvery ?? 64, 1);
-  const method = options.method ?? 'auto';
-  if (method !== 'auto' && !(stencilMethods as readonly string[]).includes(method))
-    throw rangeError('options.method', `one of auto, ${stencilMethods.join(', ')}`, method);
-  const resolved = method === 'auto' ? 'fast' : method;
-  const shape = [rows, cols];
-  const given: DeviceArray[] = [grid];
-  for (const name of ['out', 'scratch'] as const) {
-    const arr = options[name];
-    if (arr === undefined) continue;
-    checkArray(`options.${name}`, arr, grid.dtype);
-    if (arr.length !== grid.length)
-      throw rangeError(`options.${name}`, `${grid.length} elements long`, `${arr.length} elements`);
-    if (arr.device !== grid.device)
-      throw rangeError(`options.${name}`, `on device ${grid.device}`, `device ${arr.device}`);
-    if (given.includes(arr)) throw new RangeError(`options.${name} must be an array other than grid and options.out`);
-    given.push(arr);
-  }
+  const plan = planStencil(grid, rows, cols, options);
   const ownA = options.out === undefined;
   const ownB = options.scratch === undefined;
-  const a = options.out ?? empty(grid.dtype, grid.length, { device: grid.device, shape });
+  const a = options.out ?? empty(grid.dtype, grid.length, { device: grid.device, shape: plan.shape });
   let b: DeviceArray | undefined;
   try {
-    b = options.scratch ?? empty(grid.dtype, grid.length, { device: grid.device, shape });
+    b = options.scratch ?? empty(grid.dtype, grid.length, { device: grid.device, shape: plan.shape });
     const r = native.stencilRun(
       grid.handle('grid'),
       a.handle('a'),
       b.handle('b'),
       rows,
       cols,
-      weights,
-      tolerance,
-      maxIterations,
-      checkEvery,
-      stencilMethods.indexOf(resolved),
+      plan.weights,
+      plan.tolerance,
+      plan.maxIterations,
+      plan.checkEvery,
+      plan.method,
     );
     let result = r.finalBuffer === 0 ? a : b;
     if (result === b && !(ownA && ownB)) {
@@ -121,5 +144,116 @@ export function stencil<G extends DeviceArray<'float32' | 'float64'>>(
     if (ownA && !a.freed) a.free();
     if (ownB && b && !b.freed) b.free();
     throw e;
+  }
+}
+
+/** Options of {@link stencilAsync}: those of {@link stencil}, an AbortSignal and a progress callback. */
+export interface StencilAsyncOptions extends StencilOptions, ProgressOptions {}
+
+// stencilAsync's steps grow (doubling, in whole multiples of checkEvery) while one takes less than this
+// long, so that small grids do not pay a pool-thread round trip every few microseconds of GPU work, and
+// an abort still takes effect within about this long.
+const STEP_TARGET_MS = 10;
+
+/**
+ * {@link stencil} as a Promise: the same sweeps, results and argument checks, with the waiting on a
+ * libuv pool thread, so the JS thread keeps running. The sweeps run in steps of whole multiples of
+ * `checkEvery` (the first step is `checkEvery` sweeps; later ones double while a step takes under
+ * 10 ms); between steps the call checks `options.signal` and reports `options.onProgress({ done, total })`
+ * with the sweeps done and `maxIterations` (a run that converges ends with `done` = its iteration count).
+ * Continuing a run from the previous step's grid gives exactly the grid of one uninterrupted run.
+ * Runs longer than one step use a third grid-sized buffer besides `out` and `scratch`.
+ *
+ * Rejects, never throws: TypeError/RangeError as {@link stencil} throws them, {@link CudaError},
+ * or {@link AbortError} (at the first step boundary after the abort; `grid` is intact, and `out` and
+ * `scratch` hold some intermediate grid and are usable at once). While it runs, `out` and `scratch` are
+ * refused as outputs of other calls, and a `free()` of them takes effect when it settles. See
+ * docs/async.md.
+ *
+ * @example
+ * ```ts
+ * const ac = new AbortController();
+ * const r = await stencilAsync(g, 4096, 4096, {
+ *   tolerance: 0, maxIterations: 100_000, signal: ac.signal,
+ *   onProgress: ({ done, total }) => console.log(`${done}/${total} sweeps`),
+ * });
+ * ```
+ */
+export async function stencilAsync<G extends DeviceArray<'float32' | 'float64'>>(
+  grid: G,
+  rows: number,
+  cols: number,
+  options: StencilAsyncOptions = {},
+): Promise<StencilResult<G>> {
+  const what = 'stencilAsync';
+  const plan = planStencil(grid, rows, cols, options);
+  const { signal, onProgress } = resolveAsync(options, true);
+  throwIfAborted(signal, what);
+  const alloc = () => empty(grid.dtype, grid.length, { device: grid.device, shape: plan.shape });
+  const ours: DeviceArray[] = [];
+  const own = (arr: DeviceArray): DeviceArray => (ours.push(arr), arr);
+  try {
+    const a = options.out ?? own(alloc());
+    const b = options.scratch ?? own(alloc());
+    // A step continues from the previous step's grid into the two buffers it is not in.
+    const c = plan.maxIterations > plan.checkEvery ? own(alloc()) : undefined;
+    const buffers = c ? [a, b, c] : [a, b];
+    const names = new Map<DeviceArray, string>([
+      [a, options.out ? 'options.out' : 'a'],
+      [b, options.scratch ? 'options.scratch' : 'b'],
+    ]);
+    const release = holdArrays(
+      what,
+      [grid],
+      buffers.map((x) => [names.get(x) ?? 'c', x]),
+    );
+    let source: DeviceArray = grid;
+    let done = 0;
+    let residual = NaN;
+    let step = plan.checkEvery;
+    try {
+      for (;;) {
+        const sweeps = Math.min(step, plan.maxIterations - done);
+        const [p, q] = buffers.filter((x) => x !== source);
+        const started = performance.now();
+        const r = await native.stencilRunAsync(
+          source.handle('grid'),
+          p.handle('a'),
+          q.handle('b'),
+          rows,
+          cols,
+          plan.weights,
+          plan.tolerance,
+          sweeps,
+          plan.checkEvery,
+          plan.method,
+        );
+        done += r.iterations;
+        residual = r.residual;
+        source = r.finalBuffer === 0 ? p : q;
+        onProgress?.({ done, total: plan.maxIterations });
+        throwIfAborted(signal, `${what} (after ${done} of ${plan.maxIterations} sweeps)`);
+        if (r.iterations < sweeps || r.residual <= plan.tolerance || done >= plan.maxIterations) break;
+        if (performance.now() - started < STEP_TARGET_MS) step *= 2;
+      }
+    } finally {
+      release();
+    }
+    let result = source;
+    if (result !== a && !(options.out === undefined && ours.includes(result))) {
+      // The grid goes to `out`, or to an array of ours rather than to the caller's scratch.
+      copyDevice(a, result);
+      result = a;
+    }
+    const resultIsOurs = ours.includes(result);
+    for (const x of ours) if (x !== result) x.free();
+    ours.length = 0;
+    if (resultIsOurs) ours.push(result); // freed if the checksum fails or the call is aborted
+    const checksum = await reduceAsync(result, 'sum');
+    throwIfAborted(signal, what);
+    ours.length = 0;
+    return { grid: result as G, iterations: done, residual, checksum };
+  } finally {
+    for (const x of ours) x.free();
   }
 }

@@ -9,6 +9,7 @@
 #include "apsp/methods.h"
 #include "apsp/multi.h"
 #include "core/args.h"
+#include "core/async_work.h"
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
@@ -24,9 +25,23 @@ void checkSquare(Napi::Env env, const DeviceBuffer& b, int64_t n, const char* na
     throw Napi::RangeError::New(env, std::string(name) + " must hold n·n elements");
 }
 
-// apspRun(dist, out, next | null, n, methodIndex, blockFactor, progress | undefined)
-Napi::Value apspRun(const Napi::CallbackInfo& info) {
+// The arrays and method of apspRun / apspRunAsync: (dist, out, next | null, n, methodIndex,
+// blockFactor, ...), checked.
+struct RunArgs {
+  DeviceBuffer* in = nullptr;
+  DeviceBuffer* out = nullptr;
+  DeviceBuffer* next = nullptr;
+  int64_t n = 0;
+  const apsp::Method* m = nullptr;
+  int factor = 0;
+
+  apsp::RoundFn round() const { return next ? m->pathsRound : m->round; }
+  int roundFactor() const { return next && m->pathsFactor ? m->pathsFactor : factor; }
+};
+
+RunArgs parseRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  RunArgs r;
   DeviceBuffer& in = unwrapBuffer(info[0], "dist");
   DeviceBuffer& out = unwrapOutput(info[1], "out");
   DeviceBuffer* next = nullptr;
@@ -49,6 +64,19 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
     if (next == &in || next == &out) throw Napi::RangeError::New(env, "next must not be dist or out");
     if (next->device != in.device) throw Napi::RangeError::New(env, "next must be on the device of dist");
   }
+  r.in = &in;
+  r.out = &out;
+  r.next = next;
+  r.n = n;
+  r.m = &m;
+  r.factor = factor;
+  return r;
+}
+
+// apspRun(dist, out, next | null, n, methodIndex, blockFactor, progress | undefined)
+Napi::Value apspRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const RunArgs a = parseRun(info);
   apsp::Progress progress;
   if (info.Length() > 6 && !info[6].IsUndefined() && !info[6].IsNull()) {
     if (!info[6].IsFunction()) throw Napi::TypeError::New(env, "progress must be a function");
@@ -61,21 +89,69 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
   }
   // The callback runs between rounds while kernels still use the three arrays: a free() from it is
   // deferred until we return, and writes to out/next from it are refused (unwrapOutput).
-  CallLock lock(env, "apsp", {&in}, {&out, next});
+  CallLock lock(env, "apsp", {a.in}, {a.out, a.next});
   guard(env, [&] {
-    cudaStream_t stream = libraryStream(in.device);
-    const apsp::RoundFn round = next ? m.pathsRound : m.round;
-    const int roundFactor = next && m.pathsFactor ? m.pathsFactor : factor;
-    check(apsp::run(round, roundFactor, in.as<const int32_t>(), out.as<int32_t>(),
-                    next ? next->as<int32_t>() : nullptr, n, stream, progress),
-          (std::string("apsp ") + m.name).c_str());
+    cudaStream_t stream = libraryStream(a.in->device);
+    check(apsp::run(a.round(), a.roundFactor(), a.in->as<const int32_t>(), a.out->as<int32_t>(),
+                    a.next ? a.next->as<int32_t>() : nullptr, a.n, stream, progress),
+          (std::string("apsp ") + a.m->name).c_str());
   });
   return env.Undefined();
 }
 
-// apspRunMulti(dist, out, n, devices, scheme (0 band, 1 replicated), viaHost)
-Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
+// Between two rounds on the pool thread: report the rounds done, then stop if the call was cancelled
+// (not after the last round: the result is complete).
+apsp::Progress roundHook(const CancelFlag& cancel, const GpuTask::Report& report) {
+  return [cancel, &report](int done, int rounds) {
+    report(done, rounds);
+    if (done < rounds && cancel && cancel->load()) throw Cancelled{};
+  };
+}
+
+// apspRunAsync(dist, out, next | null, n, methodIndex, blockFactor, token | undefined,
+// progress | undefined) -> Promise<void>: the run on a pool thread, which waits for each round (with
+// the next one queued) to check the token and report progress.
+Napi::Value apspRunAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  const RunArgs a = parseRun(info);
+  const CancelFlag cancel = unwrapCancel(info.Length() > 6 ? info[6] : env.Undefined(), "token");
+  const Napi::Value progress = info.Length() > 7 ? info[7] : env.Undefined();
+  if (!progress.IsUndefined() && !progress.IsFunction())
+    throw Napi::TypeError::New(env, "progress must be a function");
+  return guard(env, [&]() -> Napi::Value {
+    cudaStream_t stream = libraryStream(a.in->device);
+    std::vector<GpuTask::Array> arrays{{info[0], a.in, false}, {info[1], a.out, true}};
+    if (a.next) arrays.push_back({info[2], a.next, true});
+    const apsp::RoundFn round = a.round();
+    const int factor = a.roundFactor();
+    const int32_t* in = a.in->as<const int32_t>();
+    int32_t* out = a.out->as<int32_t>();
+    int32_t* next = a.next ? a.next->as<int32_t>() : nullptr;
+    const int64_t n = a.n;
+    const std::string what = std::string("apsp ") + a.m->name;
+    return GpuTask::start(
+        env, "apspAsync", a.in->device, arrays,
+        [=](const GpuTask::Report& report) {
+          check(apsp::run(round, factor, in, out, next, n, stream, roundHook(cancel, report)), what.c_str());
+        },
+        nullptr, progress);
+  });
+}
+
+// The arguments of apspRunMulti / apspRunMultiAsync: (dist, out, n, devices, scheme (0 band,
+// 1 replicated), viaHost, ...), checked.
+struct MultiArgs {
+  DeviceBuffer* in = nullptr;
+  DeviceBuffer* out = nullptr;
+  int64_t n = 0;
+  std::vector<int> devices;
+  apsp::MultiScheme scheme = apsp::MultiScheme::Band;
+  bool viaHost = false;
+};
+
+MultiArgs parseMulti(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MultiArgs r;
   DeviceBuffer& in = unwrapBuffer(info[0], "dist");
   DeviceBuffer& out = unwrapOutput(info[1], "out");
   const int64_t n = countArg(info, 2, "n");
@@ -90,7 +166,7 @@ Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
   checkSquare(env, in, n, "dist");
   checkSquare(env, out, n, "out");
   if (&in == &out) throw Napi::RangeError::New(env, "out must not be dist");
-  std::vector<int> devices;
+  std::vector<int>& devices = r.devices;
   for (uint32_t i = 0; i < list.Length(); ++i) {
     Napi::Value v = list.Get(i);
     if (!v.IsNumber()) throw Napi::TypeError::New(env, "devices must hold numbers");
@@ -103,11 +179,48 @@ Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
   }
   if (devices.empty()) throw Napi::RangeError::New(env, "devices must not be empty");
   if (out.device != devices[0]) throw Napi::RangeError::New(env, "out must be on devices[0]");
+  r.in = &in;
+  r.out = &out;
+  r.n = n;
+  r.scheme = scheme == 1 ? apsp::MultiScheme::Replicated : apsp::MultiScheme::Band;
+  r.viaHost = viaHost;
+  return r;
+}
+
+// apspRunMulti(dist, out, n, devices, scheme (0 band, 1 replicated), viaHost)
+Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const MultiArgs a = parseMulti(info);
   guard(env, [&] {
-    apsp::runMulti(scheme == 1 ? apsp::MultiScheme::Replicated : apsp::MultiScheme::Band,
-                   in.as<const int32_t>(), in.device, out.as<int32_t>(), n, devices, viaHost);
+    apsp::runMulti(a.scheme, a.in->as<const int32_t>(), a.in->device, a.out->as<int32_t>(), a.n, a.devices,
+                   a.viaHost);
   });
   return env.Undefined();
+}
+
+// apspRunMultiAsync(dist, out, n, devices, scheme, viaHost, token | undefined, progress | undefined)
+// -> Promise<void>: the multi-GPU run on a pool thread, checking the token and reporting each round.
+Napi::Value apspRunMultiAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const MultiArgs a = parseMulti(info);
+  const CancelFlag cancel = unwrapCancel(info.Length() > 6 ? info[6] : env.Undefined(), "token");
+  const Napi::Value progress = info.Length() > 7 ? info[7] : env.Undefined();
+  if (!progress.IsUndefined() && !progress.IsFunction())
+    throw Napi::TypeError::New(env, "progress must be a function");
+  return guard(env, [&]() -> Napi::Value {
+    useDevice(a.out->device);  // a bad device fails here, not on the pool thread
+    const int32_t* in = a.in->as<const int32_t>();
+    const int inDevice = a.in->device;
+    int32_t* out = a.out->as<int32_t>();
+    const MultiArgs copy = a;
+    return GpuTask::start(
+        env, "apspAsync", a.out->device, {{info[0], a.in, false}, {info[1], a.out, true}},
+        [=](const GpuTask::Report& report) {
+          apsp::runMulti(copy.scheme, in, inDevice, out, copy.n, copy.devices, copy.viaHost,
+                         roundHook(cancel, report));
+        },
+        nullptr, progress);
+  });
 }
 
 Napi::Value apspMethods(const Napi::CallbackInfo& info) {
@@ -143,6 +256,8 @@ void registerApsp(Napi::Env env, Napi::Object exports) {
   exports.Set("apspRun", Napi::Function::New(env, apspRun, "apspRun"));
   exports.Set("apspMethods", Napi::Function::New(env, apspMethods, "apspMethods"));
   exports.Set("apspRunMulti", Napi::Function::New(env, apspRunMulti, "apspRunMulti"));
+  exports.Set("apspRunAsync", Napi::Function::New(env, apspRunAsync, "apspRunAsync"));
+  exports.Set("apspRunMultiAsync", Napi::Function::New(env, apspRunMultiAsync, "apspRunMultiAsync"));
   exports.Set("apspRandomGraph", Napi::Function::New(env, apspRandomGraph, "apspRandomGraph"));
 }
 

@@ -42,6 +42,7 @@ struct Gpu {
   cudaEvent_t doneRead[2] = {nullptr, nullptr};
   bool doneReadRecorded[2] = {false, false};
   cudaEvent_t col = nullptr, rowDone = nullptr, padded = nullptr, computed = nullptr, recv = nullptr;
+  cudaEvent_t round[2] = {nullptr, nullptr};  // end of a round on `main` (progress only)
 
   Band band(int64_t np) const { return Band{m, tile0, tiles, np}; }
 };
@@ -59,6 +60,7 @@ struct Run {
   int32_t* stage = nullptr;  // pinned host staging (viaHost)
   int64_t n = 0, np = 0, tiles = 0;
   bool viaHost = false;
+  const Progress* progress = nullptr;
 
   ~Run() {
     for (Gpu& g : gpus) {
@@ -71,7 +73,7 @@ struct Run {
       for (int32_t* p : {g.m, g.pan[0], g.pan[1], g.tmp})
         if (p) poolFree(p, g.main);  // after the waits above
       for (cudaEvent_t e : {g.sent[0], g.sent[1], g.doneRead[0], g.doneRead[1], g.col, g.rowDone, g.padded,
-                            g.computed, g.recv})
+                            g.computed, g.recv, g.round[0], g.round[1]})
         if (e) cudaEventDestroy(e);
       if (g.hi) cudaStreamDestroy(g.hi);
     }
@@ -92,7 +94,26 @@ struct Run {
   }
 
   size_t panelBytes() const { return static_cast<size_t>(kT * np) * sizeof(int32_t); }
+
+  // Round k is queued on every GPU: with progress, wait for round k − 1 (round k keeps the GPUs busy
+  // meanwhile) and report it.
+  void roundQueued(int64_t k);
 };
+
+void Run::roundQueued(int64_t k) {
+  if (progress == nullptr || !*progress) return;
+  const int slot = static_cast<int>(k % 2);
+  for (Gpu& g : gpus) {
+    if (g.tiles == 0) continue;
+    useDevice(g.dev);
+    if (g.round[slot] == nullptr) g.round[slot] = newEvent();
+    CK_CUDA(cudaEventRecord(g.round[slot], g.main));
+  }
+  if (k == 0) return;
+  for (Gpu& g : gpus)
+    if (g.tiles > 0) CK_CUDA(cudaEventSynchronize(g.round[1 - slot]));
+  (*progress)(static_cast<int>(k), static_cast<int>(tiles));
+}
 
 void launch(const TileJob& job, const TileJob* second, cudaStream_t s, const char* what) {
   check(launchFastMinPlus(job, second, s), what);
@@ -208,6 +229,7 @@ void runBand(Run& r) {
       CK_CUDA(cudaEventRecord(g.doneRead[slot], g.main));
       g.doneReadRecorded[slot] = true;
     }
+    r.roundQueued(k);
   }
 }
 
@@ -280,6 +302,7 @@ void runReplicated(Run& r) {
       }
       if (r.viaHost) CK_CUDA(cudaEventRecord(h.recv, h.main));
     }
+    r.roundQueued(k);
   }
 }
 
@@ -292,7 +315,7 @@ void bandOf(int64_t tiles, int gpus, int index, int64_t* first, int64_t* count) 
 }
 
 void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
-              const std::vector<int>& devices, bool viaHost) {
+              const std::vector<int>& devices, bool viaHost, const Progress& progress) {
   if (devices.empty() || n < 1 || n > kMaxN)
     throw CudaFailure("cudaErrorInvalidValue", "apsp multi", "need at least one device and 1 <= n <= 131072");
   Run r;
@@ -300,6 +323,7 @@ void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out,
   r.np = (n + kT - 1) / kT * kT;
   r.tiles = r.np / kT;
   r.viaHost = viaHost;
+  r.progress = &progress;
   const int64_t np = r.np;
   const bool replicated = scheme == MultiScheme::Replicated;
   const int outDevice = devices[0];
@@ -389,6 +413,7 @@ void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out,
     CK_CUDA(cudaStreamSynchronize(g.hi));
     CK_CUDA(cudaStreamSynchronize(g.main));
   }
+  if (progress) progress(static_cast<int>(r.tiles), static_cast<int>(r.tiles));
   // The input's and output's library streams: nothing of this run is left on them after the waits above.
 }
 

@@ -50,9 +50,11 @@ void bandPhase3(const Band& b, int64_t k, const int32_t* panel, int64_t aheadRow
 // `devices` (distinct, at least one). Round transfers go device to device (peer access enabled for
 // every pair here), or through pinned host memory when `viaHost`. Input and output are ordered after
 // the work queued on the library streams of their devices; returns when everything is done. Throws
-// CudaFailure.
+// CudaFailure. With `progress`, it waits after queueing each round for the round before (so one stays
+// queued) and reports the rounds done, the last report when `out` is complete; what the callback throws
+// stops the run (`out` is then left as it was) and propagates once the queued work is done.
 void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
-              const std::vector<int>& devices, bool viaHost);
+              const std::vector<int>& devices, bool viaHost, const Progress& progress = nullptr);
 
 }  // namespace apsp
 }  // namespace ck

@@ -5,9 +5,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/args.h"
+#include "core/async_work.h"
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
@@ -87,22 +90,41 @@ Napi::Value mlpWorkspace(const Napi::CallbackInfo& info) {
                            static_cast<double>(checkedWorkspace(info.Env(), net, batch, streams, train)));
 }
 
-// mlpTrainEpoch(params, momentum, workspace, X, T, error, layers, hidden, output, patterns, batch,
-//               eta, alpha, method, streams, comm?): with a communicator, each batch's gradient and
-//               the epoch's error are summed over its ranks (data parallel).
-Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
+// The arguments of mlpTrainEpoch / mlpTrainEpochAsync: (params, momentum, workspace, X, T, error, layers,
+// hidden, output, patterns, batch, eta, alpha, method, streams, comm?), checked. `held`: the written
+// arrays belong to a call of several epochs that holds them (asyncHold).
+struct EpochArgs {
+  DeviceBuffer *params, *momentum, *workspace, *X, *T, *error;
+  mlp::Net net;
+  int64_t patterns = 0, batch = 0;
+  double eta = 0, alpha = 0;
+  mlp::Method method = mlp::kCustom;
+  int streams = 1;
+  std::shared_ptr<dist::Comm> comm;
+
+  mlp::Buffers buffers() const {
+    return {params->as<float>(), momentum->as<float>(), workspace->as<float>(), error->as<double>()};
+  }
+};
+
+EpochArgs parseEpoch(const Napi::CallbackInfo& info, bool held) {
   Napi::Env env = info.Env();
-  DeviceBuffer& params = unwrapOutput(info[0], "params");
-  DeviceBuffer& momentum = unwrapOutput(info[1], "momentum");
-  DeviceBuffer& workspace = unwrapOutput(info[2], "workspace");
+  auto written = [&](size_t i, const char* name) -> DeviceBuffer& {
+    return held ? unwrapHeld(info[i], name) : unwrapOutput(info[i], name);
+  };
+  EpochArgs r;
+  DeviceBuffer& params = written(0, "params");
+  DeviceBuffer& momentum = written(1, "momentum");
+  DeviceBuffer& workspace = written(2, "workspace");
   DeviceBuffer& X = unwrapBuffer(info[3], "X");
   DeviceBuffer& T = unwrapBuffer(info[4], "T");
-  DeviceBuffer& error = unwrapOutput(info[5], "error");
-  const mlp::Net net = netArg(info, 6, 7, 8);
+  DeviceBuffer& error = written(5, "error");
+  r.net = netArg(info, 6, 7, 8);
+  const mlp::Net& net = r.net;
   const int64_t patterns = countArg(info, 9, "patterns"), batch = countArg(info, 10, "batch");
   const double eta = numberArg(info, 11, "eta"), alpha = numberArg(info, 12, "alpha");
-  const mlp::Method method = methodArg(info, 13);
-  const int streams = streamsArg(info, 14);
+  r.method = methodArg(info, 13);
+  r.streams = streamsArg(info, 14);
   if (patterns < 1 || patterns > kMaxDim)
     throw Napi::RangeError::New(env, "patterns must be in [1, 2^31 - 1]");
   if (batch < 1 || batch > patterns) throw Napi::RangeError::New(env, "batch must be in [1, patterns]");
@@ -114,36 +136,86 @@ Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
   checkFloat32(env, momentum, static_cast<uint64_t>(net.parameterCount()), device, "momentum");
   checkFloat32(env, X, u * static_cast<uint64_t>(net.sizes.front()), device, "X");
   checkFloat32(env, T, u * static_cast<uint64_t>(net.sizes.back()), device, "T");
-  const int64_t need = checkedWorkspace(env, net, batch, streams, true);
+  const int64_t need = checkedWorkspace(env, net, batch, r.streams, true);
   if (workspace.dtype != Dtype::Float32 || workspace.length < static_cast<uint64_t>(need) ||
       workspace.device != device)
     throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");
   if (error.dtype != Dtype::Float64 || error.length != 1 || error.device != device)
     throw Napi::RangeError::New(env, "error must be one float64 on the device of params");
-  std::shared_ptr<dist::Comm> comm;
   if (info.Length() > 15 && !info[15].IsUndefined() && !info[15].IsNull())
-    comm = dist::unwrapComm(info[15], "comm", device);
-  guard(env, [&] {
-    cudaStream_t stream = libraryStream(device);
-    const mlp::Buffers buf{params.as<float>(), momentum.as<float>(), workspace.as<float>(),
-                           error.as<double>()};
-    mlp::GradientSum sum;
-    // A few batches in flight: enough to keep the GPU busy, few enough to stop soon after a failure.
-    if (comm)
-      sum = [&comm](float* grads, int64_t count, cudaStream_t s) {
-        dist::allReduceSum(*comm, grads, static_cast<size_t>(count), Dtype::Float32, s, "mlp gradient sum",
-                           4);
-      };
-    mlp::trainEpoch(net, buf, X.as<const float>(), T.as<const float>(), patterns, batch,
-                    static_cast<float>(eta), static_cast<float>(alpha), method, streams, stream, sum);
-    if (comm) dist::allReduceSum(*comm, error.as<double>(), 1, Dtype::Float64, stream, "mlp error sum", 4);
-  });
+    r.comm = dist::unwrapComm(info[15], "comm", device);
+  r.params = &params;
+  r.momentum = &momentum;
+  r.workspace = &workspace;
+  r.X = &X;
+  r.T = &T;
+  r.error = &error;
+  r.patterns = patterns;
+  r.batch = batch;
+  r.eta = eta;
+  r.alpha = alpha;
+  return r;
+}
+
+// One epoch as parsed, enqueued on `stream` (the library stream of the network's device).
+void enqueueEpoch(const EpochArgs& a, cudaStream_t stream) {
+  const mlp::Buffers buf = a.buffers();
+  mlp::GradientSum sum;
+  // A few batches in flight: enough to keep the GPU busy, few enough to stop soon after a failure.
+  if (a.comm) {
+    dist::Comm* comm = a.comm.get();
+    sum = [comm](float* grads, int64_t count, cudaStream_t s) {
+      dist::allReduceSum(*comm, grads, static_cast<size_t>(count), Dtype::Float32, s, "mlp gradient sum", 4);
+    };
+  }
+  mlp::trainEpoch(a.net, buf, a.X->as<const float>(), a.T->as<const float>(), a.patterns, a.batch,
+                  static_cast<float>(a.eta), static_cast<float>(a.alpha), a.method, a.streams, stream, sum);
+  if (a.comm)
+    dist::allReduceSum(*a.comm, a.error->as<double>(), 1, Dtype::Float64, stream, "mlp error sum", 4);
+}
+
+// mlpTrainEpoch(params, momentum, workspace, X, T, error, layers, hidden, output, patterns, batch,
+//               eta, alpha, method, streams, comm?): with a communicator, each batch's gradient and
+//               the epoch's error are summed over its ranks (data parallel).
+Napi::Value mlpTrainEpoch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const EpochArgs a = parseEpoch(info, false);
+  guard(env, [&] { enqueueEpoch(a, libraryStream(a.params->device)); });
   return env.Undefined();
 }
 
-// mlpForward(params, workspace, X, Y, T | null, error | null, layers, hidden, output, rows, method)
-Napi::Value mlpForward(const Napi::CallbackInfo& info) {
+// mlpTrainEpochAsync(same arguments) -> Promise<void>: `error` set to 0, one epoch, and the wait for it,
+// on a pool thread (an epoch of many small batches would fill the launch queue and block whichever
+// thread enqueues it). The caller holds params, momentum, workspace and error (asyncHold).
+Napi::Value mlpTrainEpochAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  const EpochArgs a = parseEpoch(info, true);
+  return guard(env, [&]() -> Napi::Value {
+    cudaStream_t stream = libraryStream(a.params->device);
+    std::vector<GpuTask::Array> arrays;
+    DeviceBuffer* bufs[] = {a.params, a.momentum, a.workspace, a.X, a.T, a.error};
+    for (size_t i = 0; i < 6; ++i) arrays.push_back({info[i], bufs[i], false});
+    return GpuTask::start(env, "Mlp.trainAsync", a.params->device, arrays,
+                          [a, stream](const GpuTask::Report&) {
+                            CK_CUDA(cudaMemsetAsync(a.error->ptr, 0, sizeof(double), stream));
+                            enqueueEpoch(a, stream);
+                            check(sleepOnStream(stream), "cudaEventSynchronize");
+                          });
+  });
+}
+
+// The arguments of mlpForward / mlpForwardAsync: (params, workspace, X, Y, T | null, error | null,
+// layers, hidden, output, rows, method), checked.
+struct ForwardArgs {
+  DeviceBuffer *params, *workspace, *X, *Y, *T, *error;
+  mlp::Net net;
+  int64_t rows = 0;
+  mlp::Method method = mlp::kCustom;
+};
+
+ForwardArgs parseForward(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ForwardArgs r;
   DeviceBuffer& params = unwrapBuffer(info[0], "params");
   DeviceBuffer& workspace = unwrapOutput(info[1], "workspace");
   DeviceBuffer& X = unwrapBuffer(info[2], "X");
@@ -151,9 +223,10 @@ Napi::Value mlpForward(const Napi::CallbackInfo& info) {
   const bool withTargets = info.Length() > 4 && !info[4].IsNull() && !info[4].IsUndefined();
   DeviceBuffer* T = withTargets ? &unwrapBuffer(info[4], "T") : nullptr;
   DeviceBuffer* error = withTargets ? &unwrapOutput(info[5], "error") : nullptr;
-  const mlp::Net net = netArg(info, 6, 7, 8);
+  r.net = netArg(info, 6, 7, 8);
+  const mlp::Net& net = r.net;
   const int64_t rows = countArg(info, 9, "rows");
-  const mlp::Method method = methodArg(info, 10);
+  r.method = methodArg(info, 10);
   if (rows < 1 || rows > kMaxDim) throw Napi::RangeError::New(env, "rows must be in [1, 2^31 - 1]");
   const int device = params.device;
   const uint64_t u = static_cast<uint64_t>(rows);
@@ -168,14 +241,51 @@ Napi::Value mlpForward(const Napi::CallbackInfo& info) {
   if (workspace.dtype != Dtype::Float32 || workspace.length < static_cast<uint64_t>(need) ||
       workspace.device != device)
     throw Napi::RangeError::New(env, "workspace is too small or not float32 on the device of params");
-  guard(env, [&] {
-    cudaStream_t stream = libraryStream(device);
-    const mlp::Buffers buf{params.as<float>(), nullptr, workspace.as<float>(),
-                           error ? error->as<double>() : nullptr};
-    mlp::forward(net, buf, X.as<const float>(), Y.as<float>(), T ? T->as<const float>() : nullptr, rows,
-                 method, stream);
-  });
+  r.params = &params;
+  r.workspace = &workspace;
+  r.X = &X;
+  r.Y = &Y;
+  r.T = T;
+  r.error = error;
+  r.rows = rows;
+  return r;
+}
+
+void enqueueForward(const ForwardArgs& a, cudaStream_t stream) {
+  const mlp::Buffers buf{a.params->as<float>(), nullptr, a.workspace->as<float>(),
+                         a.error ? a.error->as<double>() : nullptr};
+  mlp::forward(a.net, buf, a.X->as<const float>(), a.Y->as<float>(), a.T ? a.T->as<const float>() : nullptr,
+               a.rows, a.method, stream);
+}
+
+// mlpForward(params, workspace, X, Y, T | null, error | null, layers, hidden, output, rows, method)
+Napi::Value mlpForward(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ForwardArgs a = parseForward(info);
+  guard(env, [&] { enqueueForward(a, libraryStream(a.params->device)); });
   return env.Undefined();
+}
+
+// mlpForwardAsync(same arguments) -> Promise<void>: the forward pass (`error` set to 0 first when
+// given) and the wait for it on a pool thread.
+Napi::Value mlpForwardAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ForwardArgs a = parseForward(info);
+  return guard(env, [&]() -> Napi::Value {
+    cudaStream_t stream = libraryStream(a.params->device);
+    std::vector<GpuTask::Array> arrays{{info[0], a.params, false},
+                                       {info[1], a.workspace, true},
+                                       {info[2], a.X, false},
+                                       {info[3], a.Y, true}};
+    if (a.T) arrays.push_back({info[4], a.T, false});
+    if (a.error) arrays.push_back({info[5], a.error, true});
+    return GpuTask::start(env, "Mlp.predictAsync", a.params->device, arrays,
+                          [a, stream](const GpuTask::Report&) {
+                            if (a.error) CK_CUDA(cudaMemsetAsync(a.error->ptr, 0, sizeof(double), stream));
+                            enqueueForward(a, stream);
+                            check(sleepOnStream(stream), "cudaEventSynchronize");
+                          });
+  });
 }
 
 Napi::Value mlpMethods(const Napi::CallbackInfo& info) {
@@ -195,6 +305,8 @@ void registerMlp(Napi::Env env, Napi::Object exports) {
   exports.Set("mlpWorkspace", Napi::Function::New(env, mlpWorkspace, "mlpWorkspace"));
   exports.Set("mlpTrainEpoch", Napi::Function::New(env, mlpTrainEpoch, "mlpTrainEpoch"));
   exports.Set("mlpForward", Napi::Function::New(env, mlpForward, "mlpForward"));
+  exports.Set("mlpTrainEpochAsync", Napi::Function::New(env, mlpTrainEpochAsync, "mlpTrainEpochAsync"));
+  exports.Set("mlpForwardAsync", Napi::Function::New(env, mlpForwardAsync, "mlpForwardAsync"));
 }
 
 }  // namespace ck

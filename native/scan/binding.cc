@@ -2,9 +2,11 @@
 #include <napi.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "core/args.h"
+#include "core/async_work.h"
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
@@ -44,29 +46,58 @@ Napi::Value scanMethods(const Napi::CallbackInfo& info) {
   return methodNames(info.Env(), scan::kMethods, scan::kMethodCount);
 }
 
+// The reduction of `length` elements at `ptr` on `stream`, waited for on the calling thread: the JS
+// thread for reduceRun (spinning, the shortest wait), a pool thread asleep for reduceRunAsync (it may
+// queue behind seconds of other work). Throws CudaFailure.
+double reduceNow(const void* ptr, Dtype dtype, size_t length, int op, cudaStream_t stream, bool asleep) {
+  double* result = nullptr;
+  CK_CUDA(poolMalloc(&result, sizeof(double), stream));
+  Staging* host = stagingAcquire(sizeof(double));  // pinned: the 8 bytes come back by DMA
+  cudaError_t err = scan::launchReduce(ptr, dtype, length, static_cast<scan::ReduceOp>(op), result, stream);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(host->ptr, result, sizeof(double), cudaMemcpyDeviceToHost, stream);
+  const cudaError_t freed = poolFree(result, stream);
+  if (err == cudaSuccess) err = asleep ? sleepOnStream(stream) : cudaStreamSynchronize(stream);
+  double value = 0;
+  std::memcpy(&value, host->ptr, sizeof value);
+  stagingRelease(host);
+  check(err, "reduce");
+  check(freed, "cudaFreeAsync");
+  return value;
+}
+
+int reduceOpArg(const Napi::CallbackInfo& info) {
+  const int op = intArg(info, 1, "op");
+  if (op < 0 || op > 2) throw Napi::RangeError::New(info.Env(), "op must be 0 (sum), 1 (min) or 2 (max)");
+  return op;
+}
+
 // reduceRun(in, op) -> number; waits for the result.
 Napi::Value reduceRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& in = unwrapBuffer(info[0], "arr");
-  const int op = intArg(info, 1, "op");
-  if (op < 0 || op > 2) throw Napi::RangeError::New(env, "op must be 0 (sum), 1 (min) or 2 (max)");
+  const int op = reduceOpArg(info);
   return guard(env, [&] {
+    return Napi::Number::New(env,
+                             reduceNow(in.ptr, in.dtype, in.length, op, libraryStream(in.device), false));
+  });
+}
+
+// reduceRunAsync(in, op) -> Promise<number>: the same, waited for on a pool thread.
+Napi::Value reduceRunAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DeviceBuffer& in = unwrapBuffer(info[0], "arr");
+  const int op = reduceOpArg(info);
+  return guard(env, [&]() -> Napi::Value {
     cudaStream_t stream = libraryStream(in.device);
-    double* result = nullptr;
-    CK_CUDA(poolMalloc(&result, sizeof(double), stream));
-    Staging* host = stagingAcquire(sizeof(double));  // pinned: the 8 bytes come back by DMA
-    cudaError_t err =
-        scan::launchReduce(in.ptr, in.dtype, in.length, static_cast<scan::ReduceOp>(op), result, stream);
-    if (err == cudaSuccess)
-      err = cudaMemcpyAsync(host->ptr, result, sizeof(double), cudaMemcpyDeviceToHost, stream);
-    const cudaError_t freed = poolFree(result, stream);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
-    double value = 0;
-    std::memcpy(&value, host->ptr, sizeof value);
-    stagingRelease(host);
-    check(err, "reduce");
-    check(freed, "cudaFreeAsync");
-    return Napi::Number::New(env, value);
+    auto value = std::make_shared<double>(0);
+    const void* ptr = in.ptr;
+    const Dtype dtype = in.dtype;
+    const size_t length = in.length;
+    return GpuTask::start(
+        env, "reduceAsync", in.device, {{info[0], &in, false}},
+        [=](const GpuTask::Report&) { *value = reduceNow(ptr, dtype, length, op, stream, true); },
+        [value](Napi::Env e) -> Napi::Value { return Napi::Number::New(e, *value); });
   });
 }
 
@@ -76,6 +107,7 @@ void registerScan(Napi::Env env, Napi::Object exports) {
   exports.Set("scanRun", Napi::Function::New(env, scanRun, "scanRun"));
   exports.Set("scanMethods", Napi::Function::New(env, scanMethods, "scanMethods"));
   exports.Set("reduceRun", Napi::Function::New(env, reduceRun, "reduceRun"));
+  exports.Set("reduceRunAsync", Napi::Function::New(env, reduceRunAsync, "reduceRunAsync"));
 }
 
 }  // namespace ck

@@ -2,9 +2,11 @@
 #include <napi.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "core/args.h"
+#include "core/async_work.h"
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
@@ -15,14 +17,24 @@ namespace ck {
 
 namespace {
 
-// stencilRun(in, a, b, rows, cols, weights: Float64Array(9), tolerance, maxIterations, checkEvery,
-// methodIndex) -> { iterations, residual, finalBuffer }; waits for the GPU.
-Napi::Value stencilRun(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  DeviceBuffer& in = unwrapBuffer(info[0], "grid");
-  DeviceBuffer& a = unwrapOutput(info[1], "a");
-  DeviceBuffer& b = unwrapOutput(info[2], "b");
+// The arguments of stencilRun / stencilRunAsync: (in, a, b, rows, cols, weights: Float64Array(9),
+// tolerance, maxIterations, checkEvery, methodIndex), checked. `held`: a and b are written by a call
+// made of several steps that holds them (asyncHold) rather than by this one.
+struct Args {
+  DeviceBuffer* in = nullptr;
+  DeviceBuffer* a = nullptr;
+  DeviceBuffer* b = nullptr;
   stencil::Problem pb;
+  int method = 0;
+};
+
+Args parseArgs(const Napi::CallbackInfo& info, bool held) {
+  Napi::Env env = info.Env();
+  Args r;
+  DeviceBuffer& in = unwrapBuffer(info[0], "grid");
+  DeviceBuffer& a = held ? unwrapHeld(info[1], "a") : unwrapOutput(info[1], "a");
+  DeviceBuffer& b = held ? unwrapHeld(info[2], "b") : unwrapOutput(info[2], "b");
+  stencil::Problem& pb = r.pb;
   pb.rows = countArg(info, 3, "rows");
   pb.cols = countArg(info, 4, "cols");
   if (info.Length() <= 5 || !info[5].IsTypedArray() ||
@@ -38,8 +50,8 @@ Napi::Value stencilRun(const Napi::CallbackInfo& info) {
   if (!(pb.tolerance >= 0)) throw Napi::RangeError::New(env, "tolerance must be >= 0");
   pb.maxIterations = countArg(info, 7, "maxIterations");
   pb.checkEvery = countArg(info, 8, "checkEvery");
-  const int method = intArg(info, 9, "method");
-  if (method < 0 || method >= stencil::kMethodCount)
+  r.method = intArg(info, 9, "method");
+  if (r.method < 0 || r.method >= stencil::kMethodCount)
     throw Napi::RangeError::New(env, "method index out of range");
   if (pb.rows < 1 || pb.cols < 1) throw Napi::RangeError::New(env, "rows and cols must be >= 1");
   if (pb.maxIterations < 1 || pb.checkEvery < 1)
@@ -52,16 +64,57 @@ Napi::Value stencilRun(const Napi::CallbackInfo& info) {
       throw Napi::RangeError::New(env, "grid, a and b must be rows*cols elements of one dtype on one device");
   }
   if (&in == &a || &in == &b || &a == &b) throw Napi::RangeError::New(env, "grid, a and b must be distinct");
+  r.in = &in;
+  r.a = &a;
+  r.b = &b;
+  return r;
+}
+
+Napi::Object resultObject(Napi::Env env, const stencil::Result& r) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("iterations", Napi::Number::New(env, static_cast<double>(r.iterations)));
+  out.Set("residual", Napi::Number::New(env, r.residual));
+  out.Set("finalBuffer", Napi::Number::New(env, r.finalBuffer));
+  return out;
+}
+
+// stencilRun(in, a, b, rows, cols, weights, tolerance, maxIterations, checkEvery, methodIndex)
+// -> { iterations, residual, finalBuffer }; waits for the GPU.
+Napi::Value stencilRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Args args = parseArgs(info, false);
   return guard(env, [&] {
     stencil::Result r;
-    check(stencil::run(stencil::kMethods[method].method, in.dtype, in.ptr, a.ptr, b.ptr, pb,
-                       libraryStream(in.device), &r),
-          (std::string("stencil ") + stencil::kMethods[method].name).c_str());
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("iterations", Napi::Number::New(env, static_cast<double>(r.iterations)));
-    out.Set("residual", Napi::Number::New(env, r.residual));
-    out.Set("finalBuffer", Napi::Number::New(env, r.finalBuffer));
-    return out;
+    check(stencil::run(stencil::kMethods[args.method].method, args.in->dtype, args.in->ptr, args.a->ptr,
+                       args.b->ptr, args.pb, libraryStream(args.in->device), &r),
+          (std::string("stencil ") + stencil::kMethods[args.method].name).c_str());
+    return resultObject(env, r);
+  });
+}
+
+// stencilRunAsync(same arguments) -> Promise<{ iterations, residual, finalBuffer }>: one run (a chunk of
+// stencilAsync's sweeps) on a pool thread, where its residual checks wait for the GPU. The caller holds
+// a and b for writing (asyncHold) across its chunks.
+Napi::Value stencilRunAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Args args = parseArgs(info, true);
+  return guard(env, [&]() -> Napi::Value {
+    cudaStream_t stream = libraryStream(args.in->device);
+    auto result = std::make_shared<stencil::Result>();
+    const stencil::MethodEntry* m = &stencil::kMethods[args.method];
+    const Dtype dtype = args.in->dtype;
+    const void* in = args.in->ptr;
+    void* a = args.a->ptr;
+    void* b = args.b->ptr;
+    const stencil::Problem pb = args.pb;
+    return GpuTask::start(
+        env, "stencilAsync", args.in->device,
+        {{info[0], args.in, false}, {info[1], args.a, false}, {info[2], args.b, false}},
+        [=](const GpuTask::Report&) {
+          check(stencil::run(m->method, dtype, in, a, b, pb, stream, result.get()),
+                (std::string("stencil ") + m->name).c_str());
+        },
+        [result](Napi::Env e) -> Napi::Value { return resultObject(e, *result); });
   });
 }
 
@@ -73,6 +126,7 @@ Napi::Value stencilMethods(const Napi::CallbackInfo& info) {
 
 void registerStencil(Napi::Env env, Napi::Object exports) {
   exports.Set("stencilRun", Napi::Function::New(env, stencilRun, "stencilRun"));
+  exports.Set("stencilRunAsync", Napi::Function::New(env, stencilRunAsync, "stencilRunAsync"));
   exports.Set("stencilMethods", Napi::Function::New(env, stencilMethods, "stencilMethods"));
 }
 

@@ -399,6 +399,24 @@ async function mlpMode(): Promise<void> {
           const se = ck.cpu.relativeError(flat(solo.getWeights()), flat(one.getWeights()));
           check(se > 100 * MLP_TOLERANCE, `${label}: training without the sum is only ${se} off`);
           nearestSolo = Math.min(nearestSolo, se);
+          if (activation === ck.mlpActivations[0] && output === ck.mlpOutputs[0]) {
+            // trainAsync with the communicator: the same updates, awaited instead of blocking.
+            using dpa = new ck.Mlp(spec);
+            const seen: number[] = [];
+            const gotAsync = await dpa.trainAsync(shard.X, shard.T, {
+              epochs: 4,
+              batchSize: b,
+              comm,
+              onProgress: (p) => seen.push(p.done),
+            });
+            const ae = ck.cpu.relativeError(flat(dpa.getWeights()), flat(dp.getWeights()));
+            check(ae < 1e-6, `${label}, trainAsync: weights differ from train's by ${ae}`);
+            check(
+              gotAsync.every((r, i) => Math.abs(r.error - got[i].error) <= 1e-6 * got[i].error),
+              `${label}, trainAsync: epoch errors differ from train's`,
+            );
+            check(seen.join() === '1,2,3,4', `${label}, trainAsync: progress ${seen.join()}`);
+          }
         }
       }
     }
