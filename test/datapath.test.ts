@@ -357,6 +357,24 @@ describeGpu('transfers into caller buffers', () => {
   });
 });
 
+/**
+ * Random host data as hostData() makes it, but fast for large integer arrays (xorshift written through
+ * a Uint32Array view: storing doubles above 2^31 into an Int32Array is slow in V8).
+ */
+function bigData(dtype: ck.Dtype, n: number, seed: number): ck.HostArray {
+  if (dtype === 'float32' || dtype === 'float64') return hostData(dtype, n, seed);
+  const out = dtype === 'int32' ? new Int32Array(n) : new Uint32Array(n);
+  const bits = new Uint32Array(out.buffer);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    bits[i] = x;
+  }
+  return out;
+}
+
 /** Applies the copies a device array received, in call order, to its host image. */
 function applied<T extends ck.HostArray>(start: T, copies: [ck.HostArray, number][]): T {
   const want = start.slice() as T;
@@ -371,7 +389,7 @@ describeGpu('copyFromAsync from pageable memory', () => {
 
   test('256 MiB: the event loop turns while it is staged; scan, fill, copyDevice, toHost right after see it', async () => {
     const n = 64 * MiB; // 256 MiB of int32
-    const host = hostData('int32', n, freshSeed()) as Int32Array;
+    const host = bigData('int32', n, freshSeed()) as Int32Array;
     using a = ck.full('int32', n, -1);
     let settled = false;
     let ticks = 0;
@@ -441,11 +459,11 @@ describeGpu('copyFromAsync from pageable memory', () => {
         (bytes) => Math.floor(bytes / elem) | 1,
       );
       for (const n of sizes) {
-        const start = hostData(dtype, n + 9, freshSeed());
+        const start = bigData(dtype, n + 9, freshSeed());
         using a = ck.upload(start);
-        const whole = hostData(dtype, n, freshSeed());
+        const whole = bigData(dtype, n, freshSeed());
         // A source that is a view into a larger buffer, at an element offset.
-        const backing = hostData(dtype, n + 6, freshSeed());
+        const backing = bigData(dtype, n + 6, freshSeed());
         const view = backing.subarray(3, 3 + n - 2);
         const copies: [ck.HostArray, number][] = [
           [whole, 9],
@@ -464,7 +482,7 @@ describeGpu('copyFromAsync from pageable memory', () => {
     const arrays = sizes.map((n, i) => ({
       n,
       dtype: ck.dtypes[i % 4],
-      start: hostData(ck.dtypes[i % 4], n, freshSeed()),
+      start: bigData(ck.dtypes[i % 4], n, freshSeed()),
     }));
     const devs = arrays.map((x) => ck.upload(x.start));
     try {
@@ -476,7 +494,7 @@ describeGpu('copyFromAsync from pageable memory', () => {
         arrays.forEach((x, i) => {
           const offset = (round * 104_729 + i * 17) % Math.floor(x.n / 3);
           const len = round === 2 ? 1000 + i : x.n - offset - round;
-          const src = hostData(x.dtype, len, freshSeed());
+          const src = bigData(x.dtype, len, freshSeed());
           if (round === 3 && i % 2 === 0) {
             const pin = ck.pinned(x.dtype, len);
             pin.set(src as never);
