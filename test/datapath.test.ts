@@ -412,7 +412,9 @@ describeGpu('copyFromAsync from pageable memory', () => {
       if (!stagingOff) {
         // The H100s this runs on support stream memory operations: a fallback here is a regression.
         expect({ path: path.path, reason: path.reason }).toEqual({ path: 'stream-ordered', reason: null });
-        expect(turnedBeforeSettled).toBe(true);
+        // Under a sanitizer the launches enqueued right after wait for the stream (the tool waits for
+        // the device at some calls; seen under memcheck and synccheck): the copy is staged by then.
+        if (!SANITIZER) expect(turnedBeforeSettled).toBe(true);
       }
       expect(ck.cpu.firstMismatch(await snapshot, host)).toBe(-1);
       expect(ck.cpu.firstMismatch(copied.toHostSync(), host)).toBe(-1);

@@ -93,8 +93,9 @@ async function workerMode() {
 }
 
 async function faultMode() {
-  using first = ck.zeros('int32', N);
+  const first = ck.zeros('int32', N);
   await first.copyFromAsync(pattern(N, 1)); // the device's ring exists, so the next copy enqueues on it
+  first.free(); // before the fault: after it, free() reports the lost context too
   const a = ck.zeros('int32', N);
   const src = pattern(N, 3);
   let fault: unknown = 'none';
