@@ -129,6 +129,18 @@ export interface NativeBinding {
   upload(array: BufferHandle, source: HostArray, offset?: number): void;
   /** The same, resolved once `source` may be reused; the device copy is enqueued at call time. */
   uploadAsync(array: BufferHandle, source: HostArray, offset?: number): Promise<void>;
+  /**
+   * How uploadAsync() stages large pageable sources on `device`: 'stream-ordered' (our threads, the
+   * stream gated by stream memory operations), 'calling thread' (with the reason), or 'not yet used';
+   * and how many uploads took each path so far.
+   */
+  uploadPath(device: number): {
+    path: 'stream-ordered' | 'calling thread' | 'not yet used';
+    reason: string | null;
+    streamOrdered: number;
+    callingThread: number;
+    threads: number;
+  };
   download(array: BufferHandle, target: HostArray): void;
   /** A snapshot of the array at call time, written into `target` when the promise resolves. */
   downloadAsync<T extends HostArray>(array: BufferHandle, target: T): Promise<T>;
@@ -459,4 +471,9 @@ export interface NativeBinding {
   debugReleaseStream?(): void;
   /** Test-only: whether the library stream of `device` has unfinished work. */
   debugStreamBusy?(device: number): boolean;
+  /**
+   * Test-only: fails the device's pending stream-ordered uploads as a device failure would (their
+   * promises reject, the stream's waits are released); later large uploads stage on the calling thread.
+   */
+  debugFailStagedUploads?(device: number): void;
 }

@@ -211,14 +211,29 @@ export class DeviceArray<D extends Dtype = Dtype> {
   }
 
   /**
-   * {@link DeviceArray.copyFrom} as a promise: the device copy is enqueued on the library stream now
-   * (so later work on the array sees the new data), and the promise resolves, with this array, once
-   * `source` may be reused. From a {@link pinned} source the event loop keeps turning while the copy
-   * engine reads it; an ordinary (pageable) source is staged into pinned blocks by the calling thread
-   * first, which blocks it for the host copies (about 20 ms for 256 MiB).
+   * {@link DeviceArray.copyFrom} as a promise that never blocks the event loop for the copy. The
+   * device copy is enqueued on the device's library stream during the call, so work started after
+   * the call (`scan(a)`, `fill`, `copyDevice`, `toHost()`, `free()`) sees the new data without
+   * awaiting anything. The promise resolves, with this array, once `source` may be reused: it has
+   * then been read, and the device copy completes in stream order.
    *
-   * @throws TypeError for another dtype or a detached buffer, RangeError when the source does not
-   *   fit at `offset` (thrown, not rejected).
+   * - From {@link pinned} memory the copy engine reads `source` directly; the promise resolves when
+   *   it has.
+   * - From ordinary (pageable) memory larger than 1 MiB, the library's staging threads copy `source`
+   *   into a ring of pinned blocks while the stream waits for each block (a stream memory operation,
+   *   not a blocked thread); the promise resolves once every block has been staged. Until then do
+   *   not write `source`, and do not transfer or detach its buffer: the call keeps the array alive,
+   *   not memory handed to another thread. Where the driver lacks stream memory operations the blocks
+   *   are staged on the calling thread before it returns (about 20 ms per 256 MiB), as `copyFrom`
+   *   does.
+   * - Pageable sources of up to 1 MiB are copied into a pinned block during the call (a memcpy of at
+   *   most 1 MiB).
+   *
+   * If the device fails while a copy is staged (a lost context), the promise rejects with the
+   * {@link CudaError}.
+   *
+   * @throws TypeError for another dtype or a detached buffer, or when this array was freed;
+   *   RangeError when the source does not fit at `offset` (thrown, not rejected).
    */
   copyFromAsync(source: HostArrayOf<D>, options: CopyFromOptions = {}): Promise<this> {
     const [src, offset] = this.#checkSource(source, options);

@@ -16,6 +16,7 @@ describe('addon', () => {
     expect(declared.length).toBeGreaterThan(10);
     expect(optional.sort()).toEqual([
       'debugCurrentDevice',
+      'debugFailStagedUploads',
       'debugFault',
       'debugHoldStream',
       'debugReleaseStream',

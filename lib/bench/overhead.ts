@@ -10,6 +10,7 @@ import { gemm as cpuGemm, firstMismatch, relativeError } from '../cpu/index';
 import { synchronize } from '../device';
 import { gemm } from '../ops/gemm';
 import { reduce, scan } from '../ops/scan';
+import { native } from '../native';
 import { pinned } from '../pinned';
 import { type BenchContext, type BenchFamily, median } from './harness';
 import type { BenchRow } from './results';
@@ -63,6 +64,8 @@ interface Call {
   /** Whether the result is right, checked after timing. */
   check(): boolean;
   what: string;
+  /** More for the note, read after timing. */
+  extra?: () => string;
 }
 
 function row(call: Call, us: number[], clocks: string): BenchRow {
@@ -79,7 +82,7 @@ function row(call: Call, us: number[], clocks: string): BenchRow {
     check: call.check() ? 'ok' : 'fail',
     note:
       `${Math.min(...us).toFixed(1)}–${Math.max(...us).toFixed(1)} µs; wall clock per call, median; ${call.what}` +
-      `${floor ? `; ${floor}` : ''}; interleaved; GPU clocks ${clocks}`,
+      `${floor ? `; ${floor}` : ''}${call.extra ? `; ${call.extra()}` : ''}; interleaved; GPU clocks ${clocks}`,
   };
 }
 
@@ -162,6 +165,15 @@ function transferCalls(device: number, bytes: number, hold: DeviceArray[], free:
   const pin = pinned('float32', n).fill(1);
   free.push(() => pin.free());
   const same = (host: HostArray) => firstMismatch(host, src) === -1;
+  // copyFromAsync: how long the call holds the JS thread, and whether a promise rejected.
+  const callUs: number[] = [];
+  let rejected = 0;
+  const copyAsync = () => {
+    const t = process.hrtime.bigint();
+    const p = dev.copyFromAsync(pageable);
+    callUs.push(Number(process.hrtime.bigint() - t) / 1e3);
+    p.catch(() => rejected++);
+  };
   return [
     {
       size: `D2H ${label} pageable existing`,
@@ -190,6 +202,35 @@ function transferCalls(device: number, bytes: number, hold: DeviceArray[], free:
         return same(dev.toHostSync());
       },
       what: 'a.copyFrom(existingFloat32Array) + synchronize()',
+    },
+    {
+      size: `H2D ${label} pageable async`,
+      bytes,
+      run: () => {
+        copyAsync();
+        // The stream waits for the staging threads' blocks: done when the copy has landed.
+        synchronize(device);
+      },
+      check: () => {
+        pageable.set(src);
+        dev.fill(0);
+        copyAsync();
+        synchronize(device);
+        return rejected === 0 && same(dev.toHostSync());
+      },
+      what: 'a.copyFromAsync(existingFloat32Array) + synchronize()',
+      extra: () => {
+        const path = native.uploadPath(device);
+        // The first call of the process also allocates the device's staging ring and starts the threads.
+        const later = callUs.slice(1);
+        return (
+          `the call held the JS thread ${median(later).toFixed(1)} µs (median; max ${Math.max(...later).toFixed(1)} µs; ` +
+          `the first call ${callUs[0].toFixed(1)} µs: in a new process it also sets up the staging ring); ` +
+          (bytes > MiB
+            ? `path: ${path.path}${path.reason ? ` (${path.reason})` : ''}, ${path.threads} staging threads`
+            : 'sources up to 1 MiB are staged on the calling thread')
+        );
+      },
     },
     {
       size: `H2D ${label} pinned`,

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "args.h"
 #include "compare.h"
@@ -11,6 +13,7 @@
 #include "errors.h"
 #include "fill.h"
 #include "pool.h"
+#include "staged_upload.h"
 #include "transfer.h"
 
 namespace ck {
@@ -466,8 +469,137 @@ static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
   });
 }
 
-// uploadAsync(handle, typedArray[, offset]) -> Promise<undefined>, resolved once the source may be
-// reused. The device copy is ordered on the library stream at call time.
+// ---- copyFromAsync of large pageable sources: staged by our threads (staged_upload.h) -----------
+//
+// The promise is settled on the JS thread through one thread-safe function per environment, which
+// keeps the event loop alive while uploads are pending (as a pending fs call would).
+
+namespace {
+
+struct UploadOutcome {
+  uint64_t id = 0;
+  std::unique_ptr<CudaFailure> failure;
+};
+
+struct UploadEnv;
+void deliverUpload(Napi::Env env, Napi::Function, UploadEnv* state, UploadOutcome* outcome);
+using UploadTsfn = Napi::TypedThreadSafeFunction<UploadEnv, UploadOutcome, deliverUpload>;
+
+// Hands outcomes from any thread to the JS thread until the environment's cleanup closes it.
+struct UploadNotifier {
+  std::mutex mutex;
+  bool open = true;
+  UploadTsfn tsfn;
+
+  void post(uint64_t id, const CudaFailure* failure) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!open) return;
+    auto* o = new UploadOutcome();
+    o->id = id;
+    if (failure != nullptr) o->failure = std::make_unique<CudaFailure>(*failure);
+    if (tsfn.NonBlockingCall(o) != napi_ok) delete o;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!open) return;
+    open = false;
+    tsfn.Release();
+  }
+};
+
+struct PendingUpload {
+  Napi::Promise::Deferred deferred;
+  Napi::Reference<Napi::Value> source;  // keeps the source's buffer alive while threads read it
+  std::shared_ptr<StagedJob> job;
+};
+
+// One per environment (the main thread, each worker). Owned by the thread-safe function, deleted by
+// its finalizer.
+struct UploadEnv {
+  UploadTsfn tsfn;
+  std::shared_ptr<UploadNotifier> notifier;
+  std::unordered_map<uint64_t, PendingUpload> pending;  // JS thread only
+  uint64_t nextId = 1;
+  bool referenced = false;
+  bool open = true;
+
+  void updateRef(Napi::Env env) {
+    if (!open) return;
+    const bool want = !pending.empty();
+    if (want == referenced) return;
+    if (want)
+      tsfn.Ref(env);
+    else
+      tsfn.Unref(env);
+    referenced = want;
+  }
+};
+
+std::mutex uploadEnvsMutex;
+std::unordered_map<napi_env, UploadEnv*> uploadEnvs;
+
+void deliverUpload(Napi::Env env, Napi::Function, UploadEnv* state, UploadOutcome* outcome) {
+  std::unique_ptr<UploadOutcome> o(outcome);
+  if (env == nullptr || state == nullptr) return;  // torn down with outcomes still queued
+  auto it = state->pending.find(o->id);
+  if (it == state->pending.end()) return;
+  Napi::Promise::Deferred d = it->second.deferred;
+  state->pending.erase(it);  // lets go of the source
+  try {
+    if (o->failure)
+      d.Reject(makeJsError(env, *o->failure).Value());
+    else
+      d.Resolve(env.Undefined());
+  } catch (const Napi::Error&) {
+    // The environment is going away: nobody is left to tell.
+  }
+  state->updateRef(env);
+}
+
+// The environment is being torn down (a worker terminated, or the process exiting with uploads in
+// flight): stop the staging threads reading its memory before V8 frees it, then close.
+void uploadEnvCleanup(void* arg) {
+  auto* state = static_cast<UploadEnv*>(arg);
+  for (auto& [id, p] : state->pending) cancelStagedUpload(p.job);
+  state->pending.clear();
+  state->open = false;
+  state->notifier->close();
+  std::lock_guard<std::mutex> lock(uploadEnvsMutex);
+  for (auto it = uploadEnvs.begin(); it != uploadEnvs.end(); ++it) {
+    if (it->second == state) {
+      uploadEnvs.erase(it);
+      break;
+    }
+  }
+}
+
+UploadEnv& uploadEnv(Napi::Env env) {
+  {
+    std::lock_guard<std::mutex> lock(uploadEnvsMutex);
+    auto it = uploadEnvs.find(env);
+    if (it != uploadEnvs.end()) return *it->second;
+  }
+  auto* state = new UploadEnv();
+  state->tsfn = UploadTsfn::New(env, "cuda-kernels.copyFromAsync", 0, 1, state,
+                                [](Napi::Env, void*, UploadEnv* s) { delete s; });
+  state->tsfn.Unref(env);
+  state->notifier = std::make_shared<UploadNotifier>();
+  state->notifier->tsfn = state->tsfn;
+  // After the thread-safe function's own hook, so it runs first (hooks run in reverse order).
+  if (napi_add_env_cleanup_hook(env, uploadEnvCleanup, state) != napi_ok) {
+    state->notifier->close();
+    throw Napi::Error::New(env, "copyFromAsync: could not register the environment's cleanup");
+  }
+  std::lock_guard<std::mutex> lock(uploadEnvsMutex);
+  uploadEnvs[env] = state;
+  return *state;
+}
+
+}  // namespace
+
+// uploadAsync(handle, typedArray[, offset]) -> Promise<undefined>. Everything the device does is
+// enqueued on the library stream at the call. The promise resolves once the source may be reused:
+// pinned, when the copy engine has read it; pageable, once it has been copied into pinned staging.
 static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapOutput(info[0], "array");
@@ -491,15 +623,61 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
       w->Queue();
       return w->promise();
     }
-    // Pageable: through staging (and, above kStageMax, the pinned ring) now, in the library stream's
-    // order; the source has been read on return. This blocks the JS thread for the host copies
-    // (about bytes / 10 GB/s): the asynchronous version of the large case, a thread uploading into a
-    // temporary behind a gate on the library stream, hung on the H100 (5e10f64, and again with the
-    // gate opened before the free) and was taken out. A pinned() source never blocks.
+    if (bytes > kStageMax) {
+      // Large and pageable: our staging threads copy it into the device's pinned ring while the
+      // stream waits for each chunk (staged_upload.h); neither this thread nor a CUDA thread blocks.
+      UploadEnv& ue = uploadEnv(env);
+      const uint64_t id = ue.nextId++;
+      PendingUpload& p = ue.pending
+                             .emplace(id, PendingUpload{Napi::Promise::Deferred::New(env),
+                                                        Napi::Persistent(info[1]), nullptr})
+                             .first->second;
+      Napi::Promise promise = p.deferred.Promise();
+      std::shared_ptr<UploadNotifier> notifier = ue.notifier;
+      try {
+        p.job = stagedUpload(b.device, s, dst, src.data, bytes,
+                             [notifier, id](const CudaFailure* f) { notifier->post(id, f); });
+      } catch (...) {
+        ue.pending.erase(id);
+        throw;
+      }
+      if (p.job) {
+        ue.updateRef(env);
+        return promise;
+      }
+      ue.pending.erase(id);
+      countStagedFallback(b.device);
+    }
+    // Small, or the stream-ordered path is unavailable here (stagedUploadInfo says why): through
+    // staging (and, above kStageMax, the pinned ring) now, on this thread, in the library stream's
+    // order; the source has been read on return.
     uploadNow(dst, src.data, bytes, s);
     return resolved(env, env.Undefined());
   });
 }
+
+// uploadPath(device) -> how large pageable copyFromAsync() calls are staged on the device.
+static Napi::Value uploadPath(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int device = intArg(info, 0, "device");
+  if (device < 0) throw Napi::RangeError::New(env, "device must be a non-negative integer");
+  const StagedUploadInfo i = stagedUploadInfo(device);
+  auto o = Napi::Object::New(env);
+  o.Set("path", !i.probed ? "not yet used" : i.available ? "stream-ordered" : "calling thread");
+  o.Set("reason", i.probed && !i.available ? Napi::Value(Napi::String::New(env, i.reason)) : env.Null());
+  o.Set("streamOrdered", static_cast<double>(i.uploads));
+  o.Set("callingThread", static_cast<double>(i.fallbacks));
+  o.Set("threads", i.threads);
+  return o;
+}
+
+#ifdef CK_TEST_HOOKS
+// debugFailStagedUploads(device): test-only, see staged_upload.h.
+static Napi::Value debugFailStagedUploadsBinding(const Napi::CallbackInfo& info) {
+  debugFailStagedUploads(intArg(info, 0, "device"));
+  return info.Env().Undefined();
+}
+#endif
 
 // fill(handle, value)
 static Napi::Value fill(const Napi::CallbackInfo& info) {
@@ -600,6 +778,11 @@ void registerBuffers(Napi::Env env, Napi::Object exports) {
   exports.Set("download", Napi::Function::New(env, download, "download"));
   exports.Set("downloadAsync", Napi::Function::New(env, downloadAsync, "downloadAsync"));
   exports.Set("uploadAsync", Napi::Function::New(env, uploadAsync, "uploadAsync"));
+  exports.Set("uploadPath", Napi::Function::New(env, uploadPath, "uploadPath"));
+#ifdef CK_TEST_HOOKS
+  exports.Set("debugFailStagedUploads",
+              Napi::Function::New(env, debugFailStagedUploadsBinding, "debugFailStagedUploads"));
+#endif
   exports.Set("fill", Napi::Function::New(env, fill, "fill"));
   exports.Set("fillRandom", Napi::Function::New(env, fillRandom, "fillRandom"));
   exports.Set("copy", Napi::Function::New(env, copy, "copy"));

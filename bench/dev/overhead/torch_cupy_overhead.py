@@ -9,7 +9,8 @@ interleaved call by call so that clock drift affects both alike. The calls mirro
   reduce          sum of 4096 float32 returned as a host number
   gemm+sync       64×64×64 float32 into an existing output, then a device synchronize
   D2H/H2D         1 MiB and 256 MiB between an existing device array and an existing host array,
-                  pageable (already touched) or pinned, each call complete when it returns
+                  pageable (already touched) or pinned, each call complete when it returns; H2D
+                  pageable also with non_blocking=True / on a stream (beside our copyFromAsync)
 
 Prints one JSON line per (call, library) in the result file's row format (op `overhead`, method
 `pytorch` or `cupy`), plus `{"clocks": ...}` lines at start and end. bench/dev/overhead/merge.js
@@ -175,11 +176,24 @@ for nbytes, label in ((MiB, "1MiB"), (256 * MiB, "256MiB")):
         "torch": lambda: torch_h2d(thost),
         "cupy": lambda: cupy_h2d(chost),
     }, reps, warmup=2), nbytes, what={"torch": "dev.copy_(host) + synchronize", "cupy": "dev.set(host) + synchronize"})
+    # What our copyFromAsync row is compared with: neither library overlaps a pageable source with
+    # anything (the driver stages it), so non_blocking / a stream change nothing here.
+    cstream = cp.cuda.Stream(non_blocking=True)
+
+    def cupy_h2d_async(src):
+        cdev.set(src, stream=cstream)
+        cstream.synchronize()
+
+    emit(f"H2D {label} pageable async", interleaved({
+        "torch": lambda: (tdev.copy_(thost, non_blocking=True), torch.cuda.synchronize()),
+        "cupy": lambda: cupy_h2d_async(chost),
+    }, reps, warmup=2), nbytes, what={"torch": "dev.copy_(host, non_blocking=True) + synchronize",
+                                      "cupy": "dev.set(host, stream) + stream.synchronize"})
     emit(f"H2D {label} pinned", interleaved({
         "torch": lambda: torch_h2d(tpin),
         "cupy": lambda: cupy_h2d(cpin_np),
     }, reps, warmup=2), nbytes, what={"torch": "dev.copy_(pinned) + synchronize", "cupy": "dev.set(pinned) + synchronize"})
-    del tdev, cdev, thost, chost, tpin, cpin, cpin_np
+    del tdev, cdev, thost, chost, tpin, cpin, cpin_np, cstream
     torch.cuda.empty_cache()
     cp.get_default_memory_pool().free_all_blocks()
 
