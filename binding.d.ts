@@ -164,7 +164,8 @@ export interface NativeBinding {
 
   /** A cancel flag for one asynchronous call; asyncCancel sets it, the call stops at its next step. */
   asyncToken(): CancelToken;
-  asyncCancel(token: CancelToken): void;
+  /** Sets the flag; returns the steps (APSP rounds) the call had finished then: it stops within one more. */
+  asyncCancel(token: CancelToken): number;
   /**
    * Locks arrays for a call made of several asynchronous steps: a free() of any of them waits for
    * asyncRelease, and the `written` ones (named by `writtenNames` in errors) are refused as outputs of

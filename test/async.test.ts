@@ -497,14 +497,18 @@ describeGpu('apspAsync', () => {
     using out = ck.full('int32', n * n, -7);
     const token = native.asyncToken();
     const seen: number[] = [];
+    let atCancel = -1;
     const e = await rejection(
       native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, token, (done) => {
         seen.push(done);
-        if (done === 2) native.asyncCancel(token);
+        if (done === 2) atCancel = native.asyncCancel(token);
       }),
     );
     expect((e as Error & { code?: string }).code).toBe('ABORT_ERR');
-    expect(seen.at(-1)).toBeLessThanOrEqual(4);
+    // The reports reach JS late (the runner had finished 9 of 10 rounds when JS saw the second, on the
+    // H100 at adee321), so the bound is against what the runner had done when the flag was set.
+    expect(atCancel).toBeGreaterThanOrEqual(2);
+    expect(seen.at(-1)).toBeLessThanOrEqual(atCancel + 1);
     expect(seen.at(-1)).toBeLessThan(10);
     expect((await out.toHost()).every((v) => v === -7)).toBe(true); // the bands were never gathered
   });
@@ -535,11 +539,17 @@ describeGpu('apspAsync', () => {
     );
     expect(e).toBeInstanceOf(ck.AbortError);
     expect(e.cause).toBe(rounds > 0 ? reason : null);
-    // The pool thread reports round r once it is done (round r + 1 already queued) and then checks
-    // the flag: at most the round it was waiting for when the abort came is reported after it.
-    expect(afterAbort).toBeLessThanOrEqual(1);
-    expect(seen.at(-1)).toBeLessThan(rounds);
-    expect(e.message).toBe(`apspAsync (after ${seen.at(-1)} of ${rounds} rounds) was aborted`);
+    // The pool thread records round r once it is done (round r + 1 already queued) and then reads the
+    // flag, so it stops at most one round after the one the abort came in. The reports JS sees lag
+    // behind (3 arrived after the abort on the H100 at adee321), so the message says both counts.
+    expect(afterAbort).toBeGreaterThanOrEqual(0);
+    const at = /^apspAsync \(after (\d+) of (\d+) rounds; aborted during round (\d+)\) was aborted$/.exec(e.message);
+    expect(at).not.toBeNull();
+    const [stopped, total, during] = at!.slice(1).map(Number);
+    expect([stopped, total]).toEqual([seen.at(-1), rounds]);
+    expect(during).toBeGreaterThanOrEqual(6); // the abort came once round 5 was reported
+    expect(stopped).toBeLessThanOrEqual(during);
+    expect(stopped).toBeLessThan(rounds);
     expect(ck.cpu.firstMismatch(await g.toHost(), w)).toBe(-1);
     // out is neither locked nor freed: a new run into it gives the distances of the blocking form.
     const again = await ck.apspAsync(g, n, { out });

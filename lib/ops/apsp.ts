@@ -385,7 +385,13 @@ export async function apspAsync(
   const out = plan.out ?? empty('int32', n * n, { device, shape: [n, n] });
   let next: DeviceArray<'int32'> | undefined;
   const token = native.asyncToken();
-  const cancel = () => native.asyncCancel(token);
+  // The rounds the run had finished when the signal fired (it stops within one more): the progress
+  // reports JS has seen by then may lag behind.
+  let roundsAtAbort: number | undefined;
+  const cancel = () => {
+    const steps = native.asyncCancel(token);
+    roundsAtAbort ??= steps;
+  };
   signal?.addEventListener('abort', cancel, { once: true });
   let done = 0;
   let total = 0;
@@ -429,11 +435,15 @@ export async function apspAsync(
     if (thrown) throw thrown.error;
     throwIfAborted(signal, `${what} (after ${done} of ${total} rounds)`);
   } catch (e) {
+    const where =
+      roundsAtAbort === undefined
+        ? `after ${done} of ${total} rounds`
+        : `after ${done} of ${total} rounds; aborted during round ${roundsAtAbort + 1}`;
     if (!plan.out) out.free();
     next?.free();
     if (thrown) throw thrown.error;
     if (isCancelled(e) || (signal?.aborted && !(e instanceof AbortError)))
-      throw abortError(signal, `${what} (after ${done} of ${total} rounds)`);
+      throw abortError(signal, `${what} (${where})`);
     throw e;
   } finally {
     signal?.removeEventListener('abort', cancel);

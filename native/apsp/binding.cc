@@ -103,6 +103,7 @@ Napi::Value apspRun(const Napi::CallbackInfo& info) {
 // (not after the last round: the result is complete).
 apsp::Progress roundHook(const CancelFlag& cancel, const GpuTask::Report& report) {
   return [cancel, &report](int done, int rounds) {
+    if (cancel) cancel->steps.store(done);  // before the report and the flag's read: see asyncCancel
     report(done, rounds);
     if (done < rounds && cancel && cancel->load()) throw Cancelled{};
   };

@@ -112,18 +112,20 @@ Napi::Value asyncRelease(const Napi::CallbackInfo& info) {
 // asyncToken() -> token: a cancel flag for one asynchronous call.
 Napi::Value asyncToken(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto* flag = new CancelFlag(std::make_shared<std::atomic<bool>>(false));
+  auto* flag = new CancelFlag(std::make_shared<CancelState>());
   auto handle = Napi::External<CancelFlag>::New(env, flag, [](Napi::Env, CancelFlag* f) { delete f; });
   handle.TypeTag(&kCancelTag);
   return handle;
 }
 
-// asyncCancel(token): the call stops at its next step.
+// asyncCancel(token) -> steps: the call stops at its next step; returns the steps (APSP rounds) it
+// had finished when the flag was set. The flag is stored before the count is read, and the body
+// stores its count before reading the flag, so the body stops at most one step after that count.
 Napi::Value asyncCancel(const Napi::CallbackInfo& info) {
   CancelFlag flag = unwrapCancel(info.Length() > 0 ? info[0] : info.Env().Undefined(), "token");
   if (!flag) throw Napi::TypeError::New(info.Env(), "token must be a cancel token");
-  flag->store(true);
-  return info.Env().Undefined();
+  flag->cancelled.store(true);
+  return Napi::Number::New(info.Env(), static_cast<double>(flag->steps.load()));
 }
 
 // streamWaitAsync(device) -> Promise<void>: resolved once the work queued on the device's library

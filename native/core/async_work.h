@@ -29,7 +29,15 @@ namespace ck {
 // Thrown by a task's body that saw its cancel token set.
 struct Cancelled {};
 
-using CancelFlag = std::shared_ptr<std::atomic<bool>>;
+// A token's shared state: the flag JS sets, and the steps the body had finished, which the body
+// records before it reads the flag, so that asyncCancel can say where the call was when it came (the
+// body then stops after at most one more step; the progress JS sees lags behind both).
+struct CancelState {
+  std::atomic<bool> cancelled{false};
+  std::atomic<long long> steps{0};
+  bool load() const { return cancelled.load(); }
+};
+using CancelFlag = std::shared_ptr<CancelState>;
 
 // The flag behind a token from asyncToken(); null for undefined or null.
 CancelFlag unwrapCancel(Napi::Value value, const char* name);
