@@ -167,29 +167,37 @@ describe("the results page's summary tables", () => {
     );
   });
 
-  test('the rest of the page and its charts are what the report writes from the committed files', async () => {
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-page-'));
-    try {
-      const reports = JSON.parse(fs.readFileSync(path.join(root, 'bench', 'reports.json'), 'utf8')) as ReportsFile;
-      const written = await writeReport({
-        resultsDir,
-        outDir: out,
-        reports,
-        reportsLink: '../reports.json',
-        families: familyMeta(() => {}),
-        charts: true,
-      });
-      expect(withNotes(fs.readFileSync(path.join(out, 'README.md'), 'utf8'), notes)).toBe(page);
-      const svgs = written.filter((f) => f.endsWith('.svg'));
-      expect(svgs.length).toBeGreaterThan(0);
-      for (const f of svgs) {
-        const rel = path.relative(out, f);
-        expect([rel, fs.readFileSync(f, 'utf8')]).toEqual([rel, fs.readFileSync(path.join(resultsDir, rel), 'utf8')]);
+  // The page links a PNG per chart only where a font for its text exists (the committed page was
+  // written on such a machine); without one (the GPU hosts have none) the page differs by design.
+  const pageTest = chartFont() ? test : test.skip;
+  pageTest(
+    `the rest of the page and its charts are what the report writes from the committed files${
+      chartFont() ? '' : ' [skipped: no font for the PNG text here, so the page would say so]'
+    }`,
+    async () => {
+      const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-page-'));
+      try {
+        const reports = JSON.parse(fs.readFileSync(path.join(root, 'bench', 'reports.json'), 'utf8')) as ReportsFile;
+        const written = await writeReport({
+          resultsDir,
+          outDir: out,
+          reports,
+          reportsLink: '../reports.json',
+          families: familyMeta(() => {}),
+          charts: true,
+        });
+        expect(withNotes(fs.readFileSync(path.join(out, 'README.md'), 'utf8'), notes)).toBe(page);
+        const svgs = written.filter((f) => f.endsWith('.svg'));
+        expect(svgs.length).toBeGreaterThan(0);
+        for (const f of svgs) {
+          const rel = path.relative(out, f);
+          expect([rel, fs.readFileSync(f, 'utf8')]).toEqual([rel, fs.readFileSync(path.join(resultsDir, rel), 'utf8')]);
+        }
+      } finally {
+        fs.rmSync(out, { recursive: true, force: true });
       }
-    } finally {
-      fs.rmSync(out, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });
 
 describe('the hand-written summary of a results page', () => {

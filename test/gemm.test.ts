@@ -50,14 +50,21 @@ describeGpu('gemm', () => {
   ];
 
   describe.each(variants)('%s', (_name, options) => {
-    test.each(SHAPES)('%i×%i×%i matches cpu.gemm to 1e-5, every element written', async (m, k, n) => {
+    // Each element within the float32 dot-product bound k·2^-23·Σ|a||b| of the float64 reference (a
+    // relative-error test fails by chance where the random signs cancel: 1.8e-5 for one 1×1000×1
+    // product on the H100 at adee321), and every element written (NaN fails the comparison).
+    test.each(SHAPES)('%i×%i×%i matches cpu.gemm within the float32 bound, every element written', async (m, k, n) => {
       const a = ck.cpu.randomArray(Float32Array, m * k, freshSeed());
       const b = ck.cpu.randomArray(Float32Array, k * n, freshSeed());
       using dA = ck.upload(a);
       using dB = ck.upload(b);
       using out = ck.full('float32', m * n, NaN);
       expect(ck.gemm(dA, dB, m, k, n, { ...options, out })).toBe(out);
-      expect(ck.cpu.relativeError(await out.toHost(), ck.cpu.gemm(a, b, m, k, n))).toBeLessThan(1e-5);
+      const got = await out.toHost();
+      const ref = ck.cpu.gemm(a, b, m, k, n);
+      const magnitude = ck.cpu.gemm(a.map(Math.abs), b.map(Math.abs), m, k, n);
+      const bad = got.findIndex((v, i) => !(Math.abs(v - ref[i]) <= k * 2 ** -23 * magnitude[i] + 1e-30));
+      expect(bad).toBe(-1);
     });
   });
 
