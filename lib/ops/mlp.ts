@@ -446,25 +446,30 @@ export class Mlp {
     t: DeviceArray<'float32'> | null,
     P: number,
   ): Promise<void> {
-    const floats = native.mlpWorkspace(...this.#args(), P, 1, false);
-    using ws = empty('float32', Math.max(1, floats), { device: this.device });
-    await native.mlpForwardAsync(
-      this.#live().handle(),
-      ws.handle(),
-      x.handle('X'),
-      y.handle(),
-      t ? t.handle('T') : null,
-      t ? (this.#error as DeviceArray<'float64'>).handle() : null,
-      ...this.#args(),
-      P,
-      mlpMethods.indexOf(this.method),
-    );
+    using ws = this.#forwardWorkspace(P);
+    await native.mlpForwardAsync(...this.#forwardArgs(ws, x, y, t, P));
   }
 
   #forward(x: DeviceArray<'float32'>, y: DeviceArray<'float32'>, t: DeviceArray<'float32'> | null, P: number): void {
+    using ws = this.#forwardWorkspace(P);
+    native.mlpForward(...this.#forwardArgs(ws, x, y, t, P));
+  }
+
+  /** The work space of one forward pass over P patterns. */
+  #forwardWorkspace(P: number): DeviceArray<'float32'> {
     const floats = native.mlpWorkspace(...this.#args(), P, 1, false);
-    using ws = empty('float32', Math.max(1, floats), { device: this.device });
-    native.mlpForward(
+    return empty('float32', Math.max(1, floats), { device: this.device });
+  }
+
+  /** The arguments of mlpForward and mlpForwardAsync, which take the same ones. */
+  #forwardArgs(
+    ws: DeviceArray<'float32'>,
+    x: DeviceArray<'float32'>,
+    y: DeviceArray<'float32'>,
+    t: DeviceArray<'float32'> | null,
+    P: number,
+  ): Parameters<typeof native.mlpForward> {
+    return [
       this.#live().handle(),
       ws.handle(),
       x.handle('X'),
@@ -474,7 +479,7 @@ export class Mlp {
       ...this.#args(),
       P,
       mlpMethods.indexOf(this.method),
-    );
+    ];
   }
 
   // Device arrays for X and T: the caller's when they are on this device, else uploaded copies
