@@ -12,6 +12,7 @@
 #include "device.h"
 #include "errors.h"
 #include "fill.h"
+#include "js_relay.h"
 #include "pool.h"
 #include "staged_upload.h"
 #include "transfer.h"
@@ -485,27 +486,7 @@ struct UploadEnv;
 void deliverUpload(Napi::Env env, Napi::Function, UploadEnv* state, UploadOutcome* outcome);
 using UploadTsfn = Napi::TypedThreadSafeFunction<UploadEnv, UploadOutcome, deliverUpload>;
 
-// Hands outcomes from any thread to the JS thread until the environment's cleanup closes it.
-struct UploadNotifier {
-  std::mutex mutex;
-  bool open = true;
-  UploadTsfn tsfn;
-
-  void post(uint64_t id, const CudaFailure* failure) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!open) return;
-    auto* o = new UploadOutcome();
-    o->id = id;
-    if (failure != nullptr) o->failure = std::make_unique<CudaFailure>(*failure);
-    if (tsfn.NonBlockingCall(o) != napi_ok) delete o;
-  }
-  void close() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!open) return;
-    open = false;
-    tsfn.Release();
-  }
-};
+using UploadNotifier = JsRelay<UploadTsfn, UploadOutcome>;
 
 struct PendingUpload {
   Napi::Promise::Deferred deferred;
@@ -520,19 +501,9 @@ struct UploadEnv {
   std::shared_ptr<UploadNotifier> notifier;
   std::unordered_map<uint64_t, PendingUpload> pending;  // JS thread only
   uint64_t nextId = 1;
-  bool referenced = false;
-  bool open = true;
+  PendingRef<UploadTsfn> ref;
 
-  void updateRef(Napi::Env env) {
-    if (!open) return;
-    const bool want = !pending.empty();
-    if (want == referenced) return;
-    if (want)
-      tsfn.Ref(env);
-    else
-      tsfn.Unref(env);
-    referenced = want;
-  }
+  void updateRef(Napi::Env env) { ref.update(env, tsfn, !pending.empty()); }
 };
 
 std::mutex uploadEnvsMutex;
@@ -562,7 +533,7 @@ void uploadEnvCleanup(void* arg) {
   auto* state = static_cast<UploadEnv*>(arg);
   for (auto& [id, p] : state->pending) cancelStagedUpload(p.job);
   state->pending.clear();
-  state->open = false;
+  state->ref.open = false;
   state->notifier->close();
   std::lock_guard<std::mutex> lock(uploadEnvsMutex);
   for (auto it = uploadEnvs.begin(); it != uploadEnvs.end(); ++it) {
@@ -635,8 +606,12 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
       Napi::Promise promise = p.deferred.Promise();
       std::shared_ptr<UploadNotifier> notifier = ue.notifier;
       try {
-        p.job = stagedUpload(b.device, s, dst, src.data, bytes,
-                             [notifier, id](const CudaFailure* f) { notifier->post(id, f); });
+        p.job = stagedUpload(b.device, s, dst, src.data, bytes, [notifier, id](const CudaFailure* f) {
+          auto o = std::make_unique<UploadOutcome>();
+          o->id = id;
+          if (f != nullptr) o->failure = std::make_unique<CudaFailure>(*f);
+          notifier->post(std::move(o));
+        });
       } catch (...) {
         ue.pending.erase(id);
         throw;

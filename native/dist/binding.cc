@@ -14,6 +14,7 @@
 #include "core/device.h"
 #include "core/device_restore.h"
 #include "core/errors.h"
+#include "core/js_relay.h"
 #include "dist/apsp.h"
 #include "dist/nccl.h"
 
@@ -34,21 +35,11 @@ using Tsfn = Napi::TypedThreadSafeFunction<JsState, Outcome, deliver>;
 struct JsState {
   Tsfn tsfn;
   std::unordered_map<uint64_t, Napi::Promise::Deferred> deferred;
-  bool referenced = false;
-  bool open = true;
+  // Pending promises keep the event loop alive; none, and the process may exit with the
+  // communicator idle.
+  PendingRef<Tsfn> ref;
 
-  // Pending promises keep the event loop alive, as a pending fs call would; none, and the process
-  // may exit with the communicator idle.
-  void updateRef(Napi::Env env) {
-    if (!open) return;
-    const bool want = !deferred.empty();
-    if (want == referenced) return;
-    if (want)
-      tsfn.Ref(env);
-    else
-      tsfn.Unref(env);
-    referenced = want;
-  }
+  void updateRef(Napi::Env env) { ref.update(env, tsfn, !deferred.empty()); }
 };
 
 void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome) {
@@ -70,24 +61,7 @@ void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome) {
 }
 
 // Posts outcomes from any thread until closed.
-struct Notifier {
-  std::mutex mutex;
-  bool open = true;
-  Tsfn tsfn;
-
-  void post(const Outcome& o) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!open) return;
-    auto* copy = new Outcome(o);
-    if (tsfn.NonBlockingCall(copy) != napi_ok) delete copy;
-  }
-  void close() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!open) return;
-    open = false;
-    tsfn.Release();  // outcomes already queued are still delivered, then the state is deleted
-  }
-};
+using Notifier = JsRelay<Tsfn, Outcome>;
 
 struct JsComm {
   std::shared_ptr<Comm> comm;
@@ -106,7 +80,7 @@ void closeComm(JsComm& j, bool graceful) {
     j.comm->destroy();
   else
     j.comm->abort();
-  j.state->open = false;
+  j.state->ref.open = false;
   j.notifier->close();
 }
 
@@ -175,7 +149,7 @@ Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
     std::shared_ptr<Comm> comm;
     try {
       comm = Comm::create(id, size, rank, device, timeoutMs,
-                          [notifier](const Outcome& o) { notifier->post(o); });
+                          [notifier](const Outcome& o) { notifier->post(std::make_unique<Outcome>(o)); });
     } catch (...) {
       notifier->close();
       throw;
