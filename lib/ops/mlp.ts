@@ -215,20 +215,13 @@ export class Mlp {
         error.fill(0);
         timer.start();
         native.mlpTrainEpoch(
-          params.handle(),
-          (this.#momentum as DeviceArray<'float32'>).handle(),
-          workspace.handle(),
-          x.handle('X'),
-          (t as DeviceArray<'float32'>).handle('T'),
-          error.handle(),
-          ...this.#args(),
-          P,
-          batch,
-          this.eta,
-          this.alpha,
-          mlpMethods.indexOf(this.method),
-          this.streams,
-          comm?.handle('Mlp.train'),
+          ...this.#epochArgs(
+            [params, this.#momentum as DeviceArray<'float32'>, workspace, x, t as DeviceArray<'float32'>, error],
+            P,
+            batch,
+            comm,
+            'Mlp.train',
+          ),
         );
         timer.stop();
         const ms = timer.elapsedMs();
@@ -342,20 +335,13 @@ export class Mlp {
         for (let e = 0; e < epochs; e++) {
           timer.start();
           await native.mlpTrainEpochAsync(
-            params.handle('params'),
-            momentum.handle('momentum'),
-            workspace.handle('workspace'),
-            x.handle('X'),
-            (t as DeviceArray<'float32'>).handle('T'),
-            error.handle('error'),
-            ...this.#args(),
-            P,
-            batch,
-            this.eta,
-            this.alpha,
-            mlpMethods.indexOf(this.method),
-            this.streams,
-            comm?.handle(what),
+            ...this.#epochArgs(
+              [params, momentum, workspace, x, t as DeviceArray<'float32'>, error],
+              P,
+              batch,
+              comm,
+              what,
+            ),
           );
           timer.stop();
           const [sum] = await error.toHost();
@@ -453,6 +439,39 @@ export class Mlp {
   #forward(x: DeviceArray<'float32'>, y: DeviceArray<'float32'>, t: DeviceArray<'float32'> | null, P: number): void {
     using ws = this.#forwardWorkspace(P);
     native.mlpForward(...this.#forwardArgs(ws, x, y, t, P));
+  }
+
+  /** The arguments of mlpTrainEpoch and mlpTrainEpochAsync, which take the same ones. */
+  #epochArgs(
+    [params, momentum, workspace, x, t, error]: [
+      DeviceArray<'float32'>,
+      DeviceArray<'float32'>,
+      DeviceArray<'float32'>,
+      DeviceArray<'float32'>,
+      DeviceArray<'float32'>,
+      DeviceArray<'float64'>,
+    ],
+    P: number,
+    batch: number,
+    comm: ReturnType<typeof dataParallelHandle> | undefined,
+    what: string,
+  ): Parameters<typeof native.mlpTrainEpoch> {
+    return [
+      params.handle('params'),
+      momentum.handle('momentum'),
+      workspace.handle('workspace'),
+      x.handle('X'),
+      t.handle('T'),
+      error.handle('error'),
+      ...this.#args(),
+      P,
+      batch,
+      this.eta,
+      this.alpha,
+      mlpMethods.indexOf(this.method),
+      this.streams,
+      comm?.handle(what),
+    ];
   }
 
   /** The work space of one forward pass over P patterns. */
