@@ -343,21 +343,9 @@ export class Communicator {
   allGather<D extends Dtype>(arr: DeviceArray<D>, options: { out?: DeviceArray<D> } = {}): Promise<DeviceArray<D>> {
     this.#checkArray('arr', arr);
     const total = arr.length * this.size;
-    let out = options.out;
-    if (out !== undefined) {
-      this.#checkArray('options.out', out, arr.dtype);
-      if (out.length !== total)
-        throw rangeError('options.out', `size × ${arr.length} = ${total} elements long`, `${out.length} elements`);
-      if (out === arr) throw new RangeError('options.out must not be arr');
-    }
-    const owned = out === undefined;
-    out ??= empty(arr.dtype, total, { device: this.device });
-    try {
-      return this.#queue('allGather', KIND.allGather, arr, 0, out, 0, arr.length, 0, 0, out);
-    } catch (e) {
-      if (owned) out.free();
-      throw e;
-    }
+    return this.#intoSeparateOutput(arr, options.out, total, `size × ${arr.length} = ${total}`, (out) =>
+      this.#queue('allGather', KIND.allGather, arr, 0, out, 0, arr.length, 0, 0, out),
+    );
   }
 
   /**
@@ -375,19 +363,34 @@ export class Communicator {
       throw rangeError('arr', `a multiple of the size (${this.size}) long`, `${arr.length} elements`);
     }
     const m = arr.length / this.size;
-    let out = options.out;
+    return this.#intoSeparateOutput(arr, options.out, m, `length / size = ${m}`, (out) =>
+      this.#queue('reduceScatter', KIND.reduceScatter, arr, 0, out, 0, m, code, 0, out),
+    );
+  }
+
+  /**
+   * Runs `queue` into `out` (checked: `arr`'s dtype, this device, `length` elements, not `arr`
+   * itself), or into a new array of `length` elements that is freed again if queueing throws.
+   */
+  #intoSeparateOutput<D extends Dtype, R>(
+    arr: DeviceArray<D>,
+    out: DeviceArray<D> | undefined,
+    length: number,
+    lengthSaid: string,
+    queue: (out: DeviceArray<D>) => R,
+  ): R {
     if (out !== undefined) {
       this.#checkArray('options.out', out, arr.dtype);
-      if (out.length !== m)
-        throw rangeError('options.out', `length / size = ${m} elements long`, `${out.length} elements`);
+      if (out.length !== length)
+        throw rangeError('options.out', `${lengthSaid} elements long`, `${out.length} elements`);
       if (out === arr) throw new RangeError('options.out must not be arr');
+      return queue(out);
     }
-    const owned = out === undefined;
-    out ??= empty(arr.dtype, m, { device: this.device });
+    const owned = empty(arr.dtype, length, { device: this.device });
     try {
-      return this.#queue('reduceScatter', KIND.reduceScatter, arr, 0, out, 0, m, code, 0, out);
+      return queue(owned);
     } catch (e) {
-      if (owned) out.free();
+      owned.free();
       throw e;
     }
   }
