@@ -1,7 +1,10 @@
 // Soak: random operations for a given time — every family and variant on random problems (results
 // checked against the CPU references), uploads, clones, device copies, fills, frees, and toHost()
-// promises left in flight while other work runs — then everything is freed and device memory must
-// be back where it started (± 1 MiB), with no failures and no unhandled rejections.
+// promises left in flight while other work runs; the data path (copyFromAsync from pageable sources
+// up to 8 MiB, so the staged ring too, and from pinned ones; toHost/toHostSync into caller targets;
+// pinned arrays freed or left to GC; reduceAsync; trimMemoryPool) with every round trip compared
+// byte for byte — then everything is freed and device memory must be back where it started
+// (± 1 MiB), with no failures and no unhandled rejections.
 //
 //   npm run soak -- --minutes 10 [--seed S] [--check 0.25] [--log soak.log]
 //
@@ -11,6 +14,7 @@ import * as fs from 'node:fs';
 import fc from 'fast-check';
 
 import * as ck from '../../lib';
+import { dtypeBytes } from '../../lib/array';
 import { FAMILIES, type Limits, rng, warmUp } from './families';
 
 const args = process.argv.slice(2);
@@ -31,6 +35,77 @@ const LIMITS: Limits = { side: 300, length: 1_000_000 };
 const MiB = 2 ** 20;
 
 const random = rng(SEED);
+const HOST: { [D in ck.Dtype]: new (n: number) => ck.HostArrayOf<D> } = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+};
+const bytesOf = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+const sameBytes = (a: ArrayBufferView, b: ArrayBufferView) => Buffer.compare(bytesOf(a), bytesOf(b)) === 0;
+
+/** Fills a host array with values every dtype holds exactly (small integers, some negative). */
+function fillHost(h: ck.HostArray): void {
+  const signed = !(h instanceof Uint32Array);
+  for (let i = 0; i < h.length; i++) h[i] = Math.floor(random() * 2000) - (signed ? 1000 : 0);
+}
+
+/**
+ * One data-path round trip: a host source (pageable, up to 8 MiB so that large ones take the staged
+ * ring, or pinned) written at a random offset by copyFrom or copyFromAsync, read back by toHost or
+ * toHostSync into a new, pageable or pinned target, compared byte for byte; sometimes a reduceAsync
+ * on the same array checked against the host sum. Returns an error text or ''.
+ */
+async function dataPathRoundTrip(count: (k: string) => void): Promise<string> {
+  const dtype = pick(ck.dtypes);
+  const bytes = dtypeBytes(dtype);
+  const big = random() < 0.3;
+  const n = 1 + Math.floor(random() * (big ? (8 * MiB) / bytes : 4096));
+  const offset = Math.floor(random() * 64);
+  const usePinned = random() < 0.3;
+  const src = usePinned ? ck.pinned(dtype, n) : new HOST[dtype](n);
+  const pinnedTarget = random() < 0.3 ? ck.pinned(dtype, n) : null;
+  const a = ck.empty(dtype, n + offset);
+  try {
+    fillHost(src);
+    if (random() < 0.5) {
+      await a.copyFromAsync(src, { offset });
+      count(usePinned ? 'copyFromAsync pinned' : big ? 'copyFromAsync staged' : 'copyFromAsync small');
+    } else {
+      a.copyFrom(src, { offset });
+      count('copyFrom');
+    }
+    // The device copy of the written part: a second array, so the host target has the same length.
+    const part = ck.empty(dtype, n);
+    try {
+      ck.copyDevice(part, a, { count: n, srcOffset: offset });
+      const target = pinnedTarget ?? new HOST[dtype](n);
+      const back = random() < 0.5 ? await part.toHost(target) : part.toHostSync(target);
+      count(pinnedTarget ? 'toHost into pinned' : 'toHost into target');
+      if (back !== target) return `toHost(${dtype}[${n}]) did not return its target`;
+      if (!sameBytes(back, src)) return `round trip of ${dtype}[${n}] at offset ${offset} changed the data`;
+      if (random() < 0.2 && dtype !== 'float32') {
+        // Integers below 2^31 in magnitude: the host sum is exact in float64, the device sum too for
+        // float64 and (wrapping aside, which 1000 · 2^21 cannot reach) for the integer types.
+        let sum = 0;
+        for (let i = 0; i < n; i++) sum += src[i];
+        const got = await ck.reduceAsync(part, 'sum');
+        count('reduceAsync');
+        if (got !== sum) return `reduceAsync sum of ${dtype}[${n}]: ${got}, expected ${sum}`;
+      }
+    } finally {
+      part.free();
+    }
+    return '';
+  } finally {
+    a.free();
+    // Pinned memory: freed explicitly, or left to the garbage collector's finalizer.
+    if (random() < 0.5) {
+      if (usePinned) (src as ck.PinnedArray).free();
+      pinnedTarget?.free();
+    }
+  }
+}
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
 
 function log(line: string): void {
@@ -71,7 +146,7 @@ async function main(): Promise<number> {
   while (Date.now() < deadline && failures.length < 10) {
     const r = random();
     try {
-      if (r < 0.45) {
+      if (r < 0.4) {
         const family = pick(FAMILIES);
         const [p] = fc.sample(family.params(LIMITS), { seed: SEED + sample++, numRuns: 1 });
         const prepared = family.prepare(p);
@@ -86,6 +161,13 @@ async function main(): Promise<number> {
           count(family.name);
         } finally {
           for (const a of prepared.inputs) a.free();
+        }
+      } else if (r < 0.5) {
+        const error = await dataPathRoundTrip(count);
+        if (error) failures.push(error);
+        if (random() < 0.02) {
+          ck.trimMemoryPool(0, random() < 0.5 ? 0 : 64 * MiB);
+          count('trimMemoryPool');
         }
       } else if (r < 0.6) {
         const dtype = pick(ck.dtypes);
