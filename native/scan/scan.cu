@@ -500,6 +500,9 @@ cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStre
 // per-warp rows (no register round trip), and the scan reads each thread's row twice from shared
 // memory (once for its total, once to write the prefixes back in place), so registers stay low and
 // shared memory alone bounds the tiles per SM (6 x 32 KB at 256 B a thread, 7 x 28 KB at 224 B).
+// Measured on the H100 (NOTES.md, "H100 tuning, second round"): 1-4 % SLOWER than the register
+// kernel, and the early look-back warp slower still, so launchFast does not use it; it stays for the
+// harness's tuning sweep (-DCK_TUNING_VARIANTS) as the record of what was tried.
 // FLAGS: kStagedBlockOrder takes tile = blockIdx.x (as CUB does) instead of the atomic counter;
 // kStagedEvictFirst marks the input's lines evict-first in L2; kStagedNoLookback (timing
 // diagnostics only, wrong results) skips the look-back to bound what the look-back costs.
