@@ -6,6 +6,8 @@
 //   ./scan_harness --small    small sizes only, no timing (for compute-sanitizer)
 //   ./scan_harness --san      fewer sizes, default methods only (for racecheck)
 //   ./scan_harness --no-time  checks only
+//   ./scan_harness --medium   small and medium sizes (up to 2^20+7 and the prime 1000003), no 2^31
+//   ./scan_harness --time-only --no-check   timings only (CK_SCAN_TIME / _DTYPES / _ONLY / _REPS narrow)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -298,16 +300,18 @@ static void checkReduce(const HostCase& c, DeviceBuffers& d, double* dResult, cu
   }
 }
 
-static void correctness(bool small, bool sanitize, cudaStream_t s) {
-  std::vector<size_t> sizes = {0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 65537};
-  if (sanitize) sizes = {0, 1, 33, 1025, 65537};  // sanitizers run each launch ~100x slower
-  if (!small) {
-    sizes.push_back((1u << 20) + 7);
-    sizes.push_back(100000003);
-  }
+static bool methodKept(const std::string& name);
+
+static void correctness(bool small, bool medium, bool sanitize, cudaStream_t s) {
+  // Odd sizes, primes, 2^k +- 1, and both sides of the tile sizes (8192 / 7168 / 4096 4-byte items).
+  std::vector<size_t> sizes = {0, 1, 2, 7, 17, 31, 32, 33, 257, 1023, 1024, 1025, 7167, 7169, 8191, 8193, 65537};
+  if (sanitize) sizes = {0, 1, 33, 1025, 8193, 65537};  // sanitizers run each launch ~100x slower
+  if (!small || medium) sizes.push_back((1u << 20) + 7);
+  if (!small || medium) sizes.push_back(1000003);  // prime, ~130 tiles: look-backs past one window
+  if (!small) sizes.push_back(100000003);
   const Dtype dtypes[] = {Dtype::Int32, Dtype::Uint32, Dtype::Float32, Dtype::Float64};
   const std::vector<Method> ms = methods();
-  const size_t maxN = sizes.back();
+  const size_t maxN = *std::max_element(sizes.begin(), sizes.end());
   DeviceBuffers d;
   d.bytes = (maxN + 8) * 8;
   CHECK(cudaMalloc(&d.in, d.bytes));
@@ -321,6 +325,8 @@ static void correctness(bool small, bool sanitize, cudaStream_t s) {
       const int before = g_failures;
       for (const Method& m : ms) {
         const bool variant = m.name.rfind("fast[", 0) == 0;
+        if (m.name.find("diag") != std::string::npos) continue;  // timing bounds, wrong on purpose
+        if (!methodKept(m.name)) continue;
         if (variant && n > (1u << 21)) continue;  // tuning variants: small and medium sizes only
         for (int inc = 1; inc >= 0; --inc) {
           runScanCase(c, m, inc, d, 0, 0, false, s);
@@ -328,7 +334,7 @@ static void correctness(bool small, bool sanitize, cudaStream_t s) {
         }
         // Unaligned starts: same misalignment (vector body, scalar head) and different
         // misalignment (scalar throughout), plus in-place from an unaligned start.
-        if (n == 33 || n == 1025 || n == 65537 || n == (1u << 20) + 7) {
+        if (n == 33 || n == 1025 || n == 8193 || n == 65537 || n == (1u << 20) + 7) {
           runScanCase(c, m, true, d, 1, 1, false, s);
           runScanCase(c, m, false, d, 3, 3, false, s);
           runScanCase(c, m, true, d, 1, 2, false, s);
@@ -367,7 +373,7 @@ static void hugeCheck(cudaStream_t s) {
   CHECK(cudaMemcpy(dIn, in.data(), n * 4, cudaMemcpyHostToDevice));
   uint32_t* h = reinterpret_cast<uint32_t*>(hostOut(n * 4 + 64));
   for (const Method& m : methods()) {
-    if (m.oneBlock) continue;
+    if (m.oneBlock || m.name.find("diag") != std::string::npos) continue;
     CHECK(cudaMemsetAsync(dOut, 0xFF, n * 4 + 64, s));
     CHECK(m.fn(dIn, dOut, Dtype::Uint32, n, true, s));
     CHECK(cudaStreamSynchronize(s));
@@ -388,6 +394,60 @@ static void hugeCheck(cudaStream_t s) {
 // ---------------------------------------------------------------------------------------------
 // timing
 
+// The copy references: cudaMemcpyAsync device-to-device (what the bench's `copy` row measures) and a
+// plain copy kernel (grid of 8 blocks of 256 per SM, 4 independent 16-byte loads in flight per
+// thread), with and without streaming cache hints. The ratios quoted use the fastest of them.
+template <bool STREAM>
+__global__ void __launch_bounds__(256) copy_kernel(const uint4* __restrict__ in, uint4* __restrict__ out,
+                                                   int64_t nvec) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < nvec; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = STREAM ? __ldcs(in + i + k * stride) : in[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (STREAM)
+        __stcs(out + i + k * stride, v[k]);
+      else
+        out[i + k * stride] = v[k];
+    }
+  }
+  for (; i < nvec; i += stride) out[i] = in[i];
+}
+
+static int g_sms = 132;
+template <bool STREAM>
+static cudaError_t copyKernel(const void* in, void* out, size_t bytes, cudaStream_t s) {
+  copy_kernel<STREAM><<<g_sms * 8, 256, 0, s>>>(static_cast<const uint4*>(in), static_cast<uint4*>(out),
+                                                static_cast<int64_t>(bytes / 16));
+  return cudaGetLastError();
+}
+
+// CK_SCAN_TIME="28,30" limits the sizes (log2), CK_SCAN_DTYPES="int32,float32" the dtypes,
+// CK_SCAN_ONLY="fast,S128" keeps methods whose name contains one of the words (plus copy and cub).
+static bool listed(const char* env, const std::string& word) {
+  const char* v = std::getenv(env);
+  if (!v || !*v) return true;
+  std::string list = std::string(",") + v + ",";
+  return list.find("," + word + ",") != std::string::npos;
+}
+static bool methodKept(const std::string& name) {
+  const char* v = std::getenv("CK_SCAN_ONLY");
+  if (!v || !*v || name == "cub") return true;
+  std::string list = v;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string w = list.substr(pos, comma - pos);
+    if (!w.empty() && name.find(w) != std::string::npos) return true;
+    pos = comma + 1;
+  }
+  return false;
+}
+
 struct Row {
   std::string dtype, method;
   size_t n;
@@ -404,9 +464,12 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
                         {Dtype::Float32, {20, 24, 28}},
                         {Dtype::Float64, {20, 24, 28}}};
   const std::vector<Method> scanMethods = methods();
-  constexpr int kWarm = 2, kReps = 10;
+  constexpr int kWarm = 2;
+  const int kReps = std::getenv("CK_SCAN_REPS") ? std::max(4, std::atoi(std::getenv("CK_SCAN_REPS"))) : 10;
   for (const Plan& p : plans) {
+    if (!listed("CK_SCAN_DTYPES", dname(p.d))) continue;
     for (int lg : p.log2n) {
+      if (!listed("CK_SCAN_TIME", std::to_string(lg))) continue;
       const size_t n = size_t(1) << lg, es = esize(p.d), bytes = n * es;
       unsigned char *in, *out;
       double* dRes;
@@ -428,8 +491,11 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
       std::vector<Timed> ts;
       ts.push_back({"copy", [=] { return cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s); },
                     2.0 * bytes});
+      ts.push_back({"copy kernel", [=] { return copyKernel<false>(in, out, bytes, s); }, 2.0 * bytes});
+      ts.push_back({"copy kernel cs", [=] { return copyKernel<true>(in, out, bytes, s); }, 2.0 * bytes});
       for (const Method& m : scanMethods) {
         if (m.oneBlock && lg > 24) continue;
+        if (!methodKept(m.name)) continue;
         ScanFn fn = m.fn;
         ts.push_back({m.name, [=] { return fn(in, out, p.d, n, true, s); }, 2.0 * bytes});
       }
@@ -452,17 +518,21 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
           CHECK(cudaEventRecord(ev[2 * (r * M + m) + 1], s));
         }
       CHECK(cudaStreamSynchronize(s));
-      std::vector<double> med(M);
+      std::vector<double> med(M), lo(M), hi(M);
       for (int m = 0; m < M; ++m) {
         std::vector<float> t(kReps);
         for (int r = 0; r < kReps; ++r)
           CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * M + m)], ev[2 * (r * M + m) + 1]));
         std::sort(t.begin(), t.end());
-        med[m] = 0.5 * (t[kReps / 2 - 1] + t[kReps / 2]);
+        med[m] = kReps % 2 ? t[kReps / 2] : 0.5 * (t[kReps / 2 - 1] + t[kReps / 2]);
+        lo[m] = t.front();
+        hi[m] = t.back();
       }
       double cubMs = 0, copyMs = med[0];
-      for (int m = 0; m < M; ++m)
+      for (int m = 0; m < M; ++m) {
         if (ts[m].name == "cub") cubMs = med[m];
+        if (ts[m].name.rfind("copy", 0) == 0) copyMs = std::min(copyMs, med[m]);  // the fastest copy
+      }
       for (int m = 0; m < M; ++m) {
         Row row{dname(p.d),     ts[m].name,     n, med[m], ts[m].bytesMoved / (med[m] * 1e6),
                 cubMs / med[m], copyMs / med[m]};
@@ -470,8 +540,9 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
         // writes; a reduction only reads).
         if (ts[m].bytesMoved < 2.0 * bytes) row.vsCopy = 0.5 * copyMs / med[m];
         rows.push_back(row);
-        std::printf("time %-8s 2^%d %-18s %9.4f ms %8.1f GB/s  x%.3f cub  x%.3f copy\n", row.dtype.c_str(),
-                    lg, row.method.c_str(), row.ms, row.gbs, row.vsCub, row.vsCopy);
+        std::printf("time %-8s 2^%d %-18s %9.4f ms %8.1f GB/s  x%.3f cub  x%.3f copy  [min %.4f max %.4f]\n",
+                    row.dtype.c_str(), lg, row.method.c_str(), row.ms, row.gbs, row.vsCub, row.vsCopy, lo[m],
+                    hi[m]);
       }
       std::fflush(stdout);
       for (auto& e : ev) CHECK(cudaEventDestroy(e));
@@ -503,7 +574,7 @@ static int runOne(const char* name, int lg) {
 }
 
 int main(int argc, char** argv) {
-  bool small = false, doTime = true, huge = true, sanitize = false;
+  bool small = false, medium = false, doTime = true, huge = true, sanitize = false, check = true;
   if (argc == 4 && !std::strcmp(argv[1], "--one")) return runOne(argv[2], std::atoi(argv[3]));
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small")) small = true, doTime = false, huge = false;
@@ -511,13 +582,16 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--no-time")) doTime = false;
     if (!std::strcmp(argv[i], "--no-huge")) huge = false;
     if (!std::strcmp(argv[i], "--time-only")) small = true, huge = false;
+    if (!std::strcmp(argv[i], "--medium")) small = true, medium = true, huge = false;
+    if (!std::strcmp(argv[i], "--no-check")) check = false, huge = false;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  correctness(small, sanitize, s);
+  g_sms = prop.multiProcessorCount;
+  if (check) correctness(small, medium, sanitize, s);
   if (huge) hugeCheck(s);
   std::printf("correctness: %d checks, %d failures\n", g_checks, g_failures);
   std::fflush(stdout);
