@@ -25,12 +25,12 @@ cudaError_t launchNaive(const float* A, const float* B, float* C, int64_t m, int
 cudaError_t launchShared(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int tile,
                          cudaStream_t stream);
 
-// 128×128 block tiles of 256 threads (two blocks per SM), 8×8 register tiles, k-slabs of 16 in a
-// 3-stage pipeline: B by 16-byte cp.async, A (transposed in shared memory) by float4 loads staged
-// through registers. Edge tiles are zero-filled; where rows are not 16-byte aligned (n or k not a
-// multiple of 4, or an unaligned pointer) the same kernel takes 4-byte copies and scalar stores.
-// sm_80+ for cp.async; below that the kernel copies synchronously. Sets the kernel's dynamic shared
-// memory limit (49,920 bytes, over the 48 KB default) on the current device on every call.
+// 128×128 block tiles of 256 threads (two blocks per SM), 8×8 register tiles, k-slabs of 16. Both
+// operands are staged global → registers → shared memory (two buffers, one barrier per slab; A
+// transposed), and each k's A and B fragments are read from shared memory while the previous k's
+// FFMAs run. Edge tiles are zero-filled; where rows are not 16-byte aligned (n or k not a multiple
+// of 4, or an unaligned pointer) the same kernel takes scalar loads and stores. 33,280 bytes of
+// dynamic shared memory, under the default limit, so no per-device setup.
 cudaError_t launchFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
                        cudaStream_t stream);
 
