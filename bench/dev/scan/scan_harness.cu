@@ -1,7 +1,7 @@
-// Standalone correctness test and benchmark for scan.cu (GPU host, no Node.js).
-//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90
+// Standalone correctness test and benchmark for the scans and reductions of native/scan/ (GPU host, no Node.js).
+//   nvcc -std=c++17 -O3 -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90
 //   \
-//        native/scan/scan.cu bench/dev/scan/scan_harness.cu -o scan_harness
+//        native/scan/*.cu bench/dev/scan/fast_variants.cu bench/dev/scan/scan_harness.cu -o scan_harness
 //   ./scan_harness            all checks, then timings
 //   ./scan_harness --small    small sizes only, no timing (for compute-sanitizer)
 //   ./scan_harness --san      fewer sizes, default methods only (for racecheck)

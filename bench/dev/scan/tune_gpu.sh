@@ -8,8 +8,8 @@ mkdir -p "$O"
 cd "$(dirname "$0")/../../.."
 gpu() { nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv,noheader; }
 echo "start: $(gpu)" > "$O/clocks.txt"
-nvcc -std=c++17 -O3 -lineinfo -DCK_TUNING_VARIANTS -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \
-  native/scan/scan.cu bench/dev/scan/scan_harness.cu -o /tmp/scan_harness > "$O/build.txt" 2>&1 || { cat "$O/build.txt"; exit 1; }
+nvcc -std=c++17 -O3 -lineinfo -Inative -Xcompiler -fopenmp -gencode arch=compute_90,code=sm_90 \
+  native/scan/*.cu bench/dev/scan/fast_variants.cu bench/dev/scan/scan_harness.cu -o /tmp/scan_harness > "$O/build.txt" 2>&1 || { cat "$O/build.txt"; exit 1; }
 export OMP_NUM_THREADS=16
 timeout 200 /tmp/scan_harness --time-only > "$O/time1.txt" 2>&1
 echo "after run 1: $(gpu)" >> "$O/clocks.txt"
