@@ -1,5 +1,6 @@
-// C = A·B in float32 (SGEMM): a one-thread-per-element kernel, the textbook shared-memory tiled
-// kernel, and a register-tiled FFMA kernel with a cp.async pipeline. No tensor cores anywhere: every
+// C = A·B in float32 (SGEMM): a one-thread-per-element kernel (1_naive.cu), the textbook shared-memory
+// tiled kernel (2_shared_tiles.cu), and a hand-pipelined register-tiled FFMA kernel
+// (3_register_pipelined.cu); cuBLAS in cublas.cc. No tensor cores anywhere: every
 // product and sum is an IEEE float32 FMA, so results are float32-accurate (no TF32).
 #pragma once
 
@@ -33,15 +34,6 @@ cudaError_t launchShared(const float* A, const float* B, float* C, int64_t m, in
 // dynamic shared memory, under the default limit, so no per-device setup.
 cudaError_t launchFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
                        cudaStream_t stream);
-
-namespace detail {
-// The tile configurations launchFast chooses among, exposed for gemm_harness.cu's comparison table.
-// variant ∈ [0, fastVariantCount()); any other gives cudaErrorInvalidValue.
-int fastVariantCount();
-const char* fastVariantName(int variant);
-cudaError_t launchFastVariant(int variant, const float* A, const float* B, float* C, int64_t m, int64_t k,
-                              int64_t n, cudaStream_t stream);
-}  // namespace detail
 
 }  // namespace gemm
 }  // namespace ck

@@ -1,8 +1,7 @@
+// The one table of SGEMM variants (name -> runner, in the order lib/ops/gemm.ts lists them): the
+// kernels of 1_naive.cu, 2_shared_tiles.cu and 3_register_pipelined.cu, and cuBLAS (cublas.cc).
 #include "methods.h"
 
-#include <climits>
-
-#include "core/cublas.h"
 #include "core/errors.h"
 #include "gemm/gemm.h"
 
@@ -10,23 +9,6 @@ namespace ck {
 namespace gemm {
 
 namespace {
-
-// Row-major C = A·B is, read column-major, Cᵀ = Bᵀ·Aᵀ with the same buffers: so cuBLAS gets
-// (n×k)·(k×m) with leading dimensions n, k and n, and no transposes. Default math mode: TF32 off.
-void runCublas(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int, int device,
-               cudaStream_t) {
-  if (m > INT_MAX || k > INT_MAX || n > INT_MAX) {
-    throw CudaFailure("cudaErrorInvalidValue", "cublasSgemm", "a dimension exceeds cuBLAS's int range");
-  }
-  const cublas::Api& api = cublas::api();
-  const cublas::Session session(device);
-  const cublas::Handle h = session.handle();
-  CK_CUBLAS(api.setMathMode(h, cublas::Math::Default));
-  const float one = 1.0f, zero = 0.0f;
-  CK_CUBLAS(api.sgemm(h, cublas::Operation::N, cublas::Operation::N, static_cast<int>(n), static_cast<int>(m),
-                      static_cast<int>(k), &one, B, static_cast<int>(n), A, static_cast<int>(k), &zero, C,
-                      static_cast<int>(n)));
-}
 
 void runNaive(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int, int,
               cudaStream_t stream) {

@@ -16,6 +16,10 @@ struct Method {
               cudaStream_t stream);
 };
 
+// cublas.cc: cuBLAS SGEMM (TF32 off) with the signature of Method::run.
+void runCublas(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n, int tile,
+               int device, cudaStream_t stream);
+
 extern const Method kMethods[];
 extern const int kMethodCount;
 

@@ -1,6 +1,6 @@
 // Standalone correctness test and benchmark for gemm.cu, run on the GPU host (not part of the addon):
-//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -gencode arch=compute_90,code=sm_90 -Inative -Inative/gemm bench/dev/gemm/gemm_harness.cu \
-//        native/gemm/gemm.cu -lcublas -o /tmp/g && /tmp/g            (full: tests, then benchmarks)
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Inative -Inative/gemm bench/dev/gemm/gemm_harness.cu \
+//        native/gemm/*.cu bench/dev/gemm/fast_variants.cu -lcublas -o /tmp/g && /tmp/g            (full: tests, then benchmarks)
 //   /tmp/g --small        only the small-shape correctness tests (for compute-sanitizer)
 //   /tmp/g --quick        a third of those shapes (racecheck is slow)
 //   /tmp/g --seed S       fixed seed instead of a fresh one
@@ -20,6 +20,18 @@
 #include <vector>
 
 #include "gemm.h"
+
+namespace ck {
+namespace gemm {
+namespace detail {
+// The shapes timed beside launchFast (fast_variants.cu); variant 0 is launchFast's.
+int fastVariantCount();
+const char* fastVariantName(int variant);
+cudaError_t launchFastVariant(int variant, const float* A, const float* B, float* C, int64_t m, int64_t k,
+                              int64_t n, cudaStream_t stream);
+}  // namespace detail
+}  // namespace gemm
+}  // namespace ck
 
 #define CHECK_CUDA(x)                                                                         \
   do {                                                                                        \
