@@ -55,7 +55,7 @@ export {
   type StencilOptions,
   type StencilAsyncOptions,
 } from './ops/stencil';
-export { stencilPresets, type StencilResult, type StencilWeights } from './cpu/stencil';
+export { stencilPresets, type StencilResult, type StencilWeights } from './ops/stencil-spec';
 export {
   apsp,
   apspAsync,
