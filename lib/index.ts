@@ -93,7 +93,7 @@ export {
   type EpochResult,
   type TrainOptions,
   type PatternData,
-} from './cpu/mlp';
+} from './ops/mlp-spec';
 export { canAccessPeer, enablePeerAccess, peerCopy, copyViaHost, type PeerCopyOptions } from './ops/peer';
 export {
   readGraph,
