@@ -55,7 +55,7 @@ export {
   type StencilOptions,
   type StencilAsyncOptions,
 } from './ops/stencil';
-export { stencilPresets, type StencilResult, type StencilWeights } from './cpu/stencil';
+export { stencilPresets, type StencilResult, type StencilWeights } from './ops/stencil-spec';
 export {
   apsp,
   apspAsync,
@@ -93,7 +93,7 @@ export {
   type EpochResult,
   type TrainOptions,
   type PatternData,
-} from './cpu/mlp';
+} from './ops/mlp-spec';
 export { canAccessPeer, enablePeerAccess, peerCopy, copyViaHost, type PeerCopyOptions } from './ops/peer';
 export {
   readGraph,

@@ -5,7 +5,8 @@
 // measured in the same run: the time an epoch would take if it were nothing but cuBLAS GEMMs.
 import { copyDevice, empty, type DeviceArray } from '../array';
 import { relativeError } from '../cpu';
-import { Mlp as CpuMlp, flatWeights } from '../cpu/mlp';
+import { Mlp as CpuMlp } from '../cpu/mlp';
+import { flatWeights } from '../ops/mlp-spec';
 import { cublasInfo } from '../device';
 import { gemm } from '../ops/gemm';
 import { Mlp, type MlpMethod } from '../ops/mlp';

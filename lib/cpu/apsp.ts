@@ -1,11 +1,5 @@
 import { checkInteger, rangeError, typeError } from '../errors';
-
-/**
- * "No edge" in a weight matrix and "unreachable" in a distance matrix: 2^30 − 1. Two entries of at
- * most `INF` add up to less than 2^31, so sums never overflow int32, and a distance that would reach
- * `INF` reads as `INF`.
- */
-export const INF = 0x3fffffff;
+import { INF } from '../ops/apsp-spec';
 
 /** Distances and next hops from `cpu.apsp` with `paths: true` (the layout of the GPU's {@link ApspResult}). */
 export interface CpuApspResult {

@@ -2,7 +2,8 @@
 export { atA } from './ata';
 export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
-export { stencil, type StencilOptions } from './stencil';
+export { stencil } from './stencil';
+export type { StencilOptions } from '../ops/stencil-spec';
 export { apsp, type CpuApspResult } from './apsp';
 export { Mlp } from './mlp';
 

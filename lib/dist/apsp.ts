@@ -2,7 +2,7 @@
 import * as fs from 'node:fs';
 
 import { checkArray, copyDevice, type DeviceArray, empty, upload } from '../array';
-import { INF } from '../cpu/apsp';
+import { INF } from '../ops/apsp-spec';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 import { APSP_MAX_N, type RandomGraphOptions } from '../ops/apsp';

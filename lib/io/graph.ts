@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { INF } from '../cpu/apsp';
+import { INF } from '../ops/apsp-spec';
 import { rangeError, typeError } from '../errors';
 
 /**

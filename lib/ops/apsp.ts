@@ -1,6 +1,6 @@
 import { checkArray, type DeviceArray, empty } from '../array';
 import { abortError, AbortError, isCancelled, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
-import { INF } from '../cpu/apsp';
+import { INF } from './apsp-spec';
 import { checkDevice } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';

@@ -14,7 +14,7 @@ import {
   resolveMlpSpec,
   type TrainOptions,
   unpackWeights,
-} from '../cpu/mlp';
+} from './mlp-spec';
 import { checkDevice, cublasInfo } from '../device';
 import { type Communicator } from '../dist/communicator';
 import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '../dist/mlp';
@@ -24,7 +24,7 @@ import { native } from '../native';
 import { EventTimer } from '../timing';
 
 /**
- * The training variants, in the order of native/mlp/mlp.h's Method enum.
+ * The training variants, in the order of native/mlp/methods.cc (native/mlp/mlp.h's Method enum).
  *
  * - `custom`: the report's design — our tiled GEMM kernel with the bias, activation, output error
  *   and derivative fused into it; the patterns of a batch split over `streams` CUDA streams, each

@@ -5,13 +5,13 @@ import {
   resolveStencilOptions,
   type StencilOptions as CpuStencilOptions,
   type StencilResult,
-} from '../cpu/stencil';
+} from './stencil-spec';
 import { checkInteger, rangeError } from '../errors';
 import { native } from '../native';
 import { reduce, reduceAsync } from './scan';
 
 /**
- * The stencil variants, in the order of native/stencil/stencil.cu (the test suite checks the two
+ * The stencil variants, in the order of native/stencil/methods.cc (the test suite checks the two
  * agree).
  *
  * - `basic`: the report's kernel — one thread per cell in 32×16 blocks, modular neighbour indices,

@@ -1,4 +1,15 @@
 // All-pairs shortest paths by blocked Floyd–Warshall on an n×n int32 weight matrix.
+//
+// Every method runs rounds K = 0 … np/B − 1 over a matrix padded to np, a multiple of the block factor
+// B. A round has three phases: (1) close the pivot block (K, K) under paths through its own vertices;
+// (2) relax the pivot row and column panels through the pivot block; (3) relax every other block
+// (I, J) through the panels: d_ij = min(d_ij, d_ik + d_kj) for the B values of k. Entries of pivot
+// row k and column k never change while k is the intermediate (d_kk = 0), and only strictly better
+// values are stored, so threads of one step that read row k or column k never race with a write.
+//
+// The files, in study order: 1_basic.cu, 2_shared.cu, 3_minplus.cu (one round of each method);
+// run.cc (the round loop), padding.cu, random_graph.cu, paths.cuh, add_min.cuh; multi.cc (several
+// GPUs); methods.cc (the table of methods); binding.cc (N-API).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,21 +40,21 @@ using Progress = std::function<void(int done, int rounds)>;
 using RoundFn = cudaError_t (*)(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor,
                                 int64_t round, cudaStream_t stream);
 
-// The report's first design: thread per element, global memory only; phases 1 and 2 take one launch
-// per k of the round (factor launches each), phase 3 one launch whose threads loop over the factor k.
+// 1_basic.cu, the report's first design: thread per element, global memory only; phases 1 and 2 take one
+// launch per k of the round (factor launches each), phase 3 one launch whose threads loop over the factor k.
 cudaError_t roundBasic(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                        cudaStream_t stream);
-// The report's shared-memory design: 32×32 tiles, one thread per element, threadIdx.x along the
+// 2_shared.cu, the report's shared-memory design: 32×32 tiles, one thread per element, threadIdx.x along the
 // columns so that a warp reads one A element (broadcast) and 32 consecutive B elements.
 cudaError_t roundShared(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                         cudaStream_t stream);
-// Ours: pivot depth 128; phase 1 in one block from shared memory, phases 2 and 3 as min-plus tile
-// products (128×128 tiles, 8×8 outputs per thread, cp.async slabs, VIADDMNMX on sm_90). Distances
-// only: next and hops must be null.
+// 3_minplus.cu, ours: pivot depth 128; phase 1 in one block from shared memory, phases 2 and 3 as min-plus
+// tile products (128×128 tiles, 8×8 outputs per thread, cp.async slabs, VIADDMNMX on sm_90). Distances only:
+// next and hops must be null.
 cudaError_t roundFast(int32_t* d, int32_t* next, int32_t* hops, int64_t np, int factor, int64_t round,
                       cudaStream_t stream);
 
-// Building blocks of `fast`, shared with the multi-GPU schemes (multi.cu).
+// Building blocks of `fast` (3_minplus.cu), shared with the multi-GPU schemes (multi.cc).
 constexpr int kFastFactor = 128;
 constexpr int kNoSkip = 0x7fffffff;
 
@@ -67,15 +78,16 @@ cudaError_t launchFastPivot(int32_t* block, int64_t ld, cudaStream_t stream);
 // must not overlap).
 cudaError_t launchFastMinPlus(const TileJob& job, const TileJob* second, cudaStream_t stream);
 
-// Rows row0 … row0 + rows − 1 of the matrix padded to np: `band` (rows × np) from `in`, which points at
-// row row0 of the n×n input (only rows below n are read; null when row0 ≥ n). The diagonal becomes 0.
+// padding.cu. Rows row0 … row0 + rows − 1 of the matrix padded to np: `band` (rows × np) from `in`, which
+// points at row row0 of the n×n input (only rows below n are read; null when row0 ≥ n). The diagonal becomes
+// 0.
 cudaError_t launchPadRows(const int32_t* in, int32_t* band, int64_t n, int64_t np, int64_t row0, int64_t rows,
                           cudaStream_t stream);
 // The first n columns of `rows` rows of a band (leading dimension np) into `out` (rows × n).
 cudaError_t launchUnpadRows(const int32_t* band, int32_t* out, int64_t n, int64_t np, int64_t rows,
                             cudaStream_t stream);
 
-// Runs every round of `round` with block factor `factor` on a copy of `in` (n×n, row-major) and
+// run.cc. Runs every round of `round` with block factor `factor` on a copy of `in` (n×n, row-major) and
 // writes the distances to `out` (n×n, must not alias `in`) and, when `nextOut` is not null, the
 // next-hop matrix (next[i][j] = first vertex after i on a shortest path with the fewest edges among
 // the shortest, j when i == j, −1 when j is unreachable; a hop-count workspace comes with it). The diagonal
@@ -86,7 +98,7 @@ cudaError_t launchUnpadRows(const int32_t* band, int32_t* out, int64_t n, int64_
 cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,
                 cudaStream_t stream, const Progress& progress);
 
-// Fills `out` (n×n) with a random weighted digraph: each off-diagonal entry is an edge with
+// random_graph.cu. Fills `out` (n×n) with a random weighted digraph: each off-diagonal entry is an edge with
 // probability `density`, of weight uniform in [minWeight, maxWeight], else kInf; the diagonal is 0.
 // Depends only on `seed`.
 cudaError_t launchRandomGraph(int32_t* out, int64_t n, double density, int32_t minWeight, int32_t maxWeight,

@@ -11,6 +11,13 @@
 // One batch step: H_{l+1} = f(H_l·W_l + b_l) (f = the hidden activation, the output activation on
 // the last layer); E += ½Σ(y − t)²; δ_L = (y − t)·f'(y); δ_l = (δ_{l+1}·W_lᵀ)·f'(H_l);
 // ∂E/∂W_l = H_lᵀ·δ_{l+1}, ∂E/∂b_l = Σ_rows δ_{l+1}; ΔW = −η·∂E/∂W + α·ΔW_prev; W += ΔW.
+//
+// The files, in study order: 1_custom.cu (the report's design: our GEMM with fused epilogues),
+// cublas.cu (the library method); train.cc (the epoch loop and the forward pass every method runs
+// under), layout.h/.cc (the parameter and workspace layout), epilogues.cuh (activations and the
+// per-element work after a product), forward.cuh (the layer loop), gradients.cu (bias-gradient
+// column sums, the fold of gradient sets, the momentum update), streams.cc (side streams and events),
+// steps.h (the methods' entry points); methods.cc (the table of methods); binding.cc (N-API).
 #pragma once
 
 #include <cuda_runtime_api.h>

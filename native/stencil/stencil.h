@@ -1,5 +1,10 @@
 // Periodic 3×3 stencil on a rows×cols grid (a torus), iterated until the largest change of a sweep
 // is within a tolerance or a sweep limit is reached.
+//
+// The files, in study order: 1_basic.cu, 2_tiled.cu, 3_temporal.cu (each method's kernel and
+// launchers); run.cu (the sweep loop, host checks and replay every method runs under), sweep.cuh
+// (the weights and the device-side convergence state the kernels share), variants.cuh (the
+// launchers run.cu calls); methods.cc (the table of methods); binding.cc (N-API).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 
 import * as ck from '../../lib';
 import type { DeviceArray } from '../../lib';
-import { flatWeights } from '../../lib/cpu/mlp';
+import { flatWeights } from '../../lib/ops/mlp-spec';
 
 /** Size limits for the random problems: small under a sanitizer (CK_SANITIZER_TOOL set), larger natively. */
 export interface Limits {

@@ -1,6 +1,6 @@
 // Standalone check and benchmark of the stencil's `fast` shapes (GPU host, no Node.js).
-//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -Inative -gencode arch=compute_90,code=sm_90 \
-//        native/stencil/stencil.cu bench/dev/stencil/stencil_harness.cu -o stencil_harness
+//   nvcc -std=c++17 -O3 -DCK_TUNING_VARIANTS -Inative -Ibench/dev/stencil -gencode arch=compute_90,code=sm_90 \
+//        native/stencil/[123]_*.cu native/stencil/run.cu bench/dev/stencil/stencil_harness.cu -o stencil_harness
 //   ./stencil_harness              checks every shape against `tiled`, then times them
 //   ./stencil_harness --no-time    checks only
 //   ./stencil_harness --no-time --small --variants 0,1    small grids (under compute-sanitizer)

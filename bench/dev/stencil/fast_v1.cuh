@@ -1,8 +1,9 @@
 // The first `fast` kernel, kept for bench/dev/stencil's harness (compiled only with
-// -DCK_TUNING_VARIANTS, included by stencil.cu after the helpers it uses). It ran at 1.26–1.35× copy
+// -DCK_TUNING_VARIANTS, included by native/stencil/3_temporal.cu after the helpers it uses, through
+// the harness's -Ibench/dev/stencil). It ran at 1.26–1.35× copy
 // on the H100 (8192², 100 sweeps): one column per thread walking a band of rows, 32-lane strips over
 // W − 2s = 130…142 columns (five strips where 4.1–4.4 are needed), 3 shared loads, 9 FMAs, a store
-// and the residual's compare per cell, two 256-thread blocks per SM. stencil.cu's kernel replaced it.
+// and the residual's compare per cell, two 256-thread blocks per SM. 3_temporal.cu's kernel replaced it.
 #pragma once
 
 // ---------------------------------------------------------------------------------------------
