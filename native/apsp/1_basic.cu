@@ -5,6 +5,7 @@
 //
 // H100 (random graphs of density 0.05, block factor 256, bench/results): 2713 ms at n = 16384
 // (1.62e12 relaxations/s), 1212 ms at 12288, 20.00 ms at 2048 (0.43e12/s).
+// Bench method: basic
 #include <cstdint>
 
 #include "apsp/apsp.h"

@@ -12,6 +12,7 @@
 // 32 times for A and for the element itself. With paths the hop counts ride along in shared memory
 // the same way and next hops are read from global memory (column k of next never changes at step k;
 // the barriers publish earlier steps' writes to the block).
+// Bench method: shared
 #include <cstdint>
 
 #include "apsp/add_min.cuh"

@@ -23,6 +23,7 @@
 // is read as 16-byte vectors, 8 distinct per warp and contiguous: no bank conflict. One k at a time (rather
 // than 8-byte A loads of two k) keeps the kernel within the 128 registers that two blocks per SM allow: the
 // k-pair version spilled.
+// Bench method: fast
 #include <climits>
 #include <cstdint>
 #include <utility>

@@ -8,6 +8,7 @@
 // patterns 34.34 ms (19.51 TFLOP/s, 0.39× the cuBLAS method), 27.25 ms on 4 streams (24.59 TFLOP/s:
 // the 10-wide output layer leaves most of the GPU idle on one stream); [4096, 4096, 4096, 4096] ×
 // 16384 191.2 ms (25.88 TFLOP/s, 0.46× cuBLAS), 185.4 ms on 4 streams.
+// Bench method: custom, custom-s2, custom-s4
 #include <algorithm>
 #include <cstdint>
 

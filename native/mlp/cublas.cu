@@ -6,6 +6,7 @@
 // patterns 13.37 ms (50.14 TFLOP/s, 1.00× PyTorch 2.11 on the same epoch), 13.03 ms on 2 streams
 // (1.03×); [4096, 4096, 4096, 4096] × 16384 87.66 ms (56.44 TFLOP/s, 1.02× PyTorch), 86.31 ms on 2
 // streams. cuBLAS SGEMM on the nets' own GEMM shapes alone took 14.43 and 97.04 ms.
+// Bench method: cublas, cublas-s2
 #include <algorithm>
 #include <cstdint>
 #include <mutex>

@@ -1,4 +1,7 @@
 // Prefix scan (inclusive / exclusive sum) and reduction (sum / min / max) over typed device buffers.
+// Files, in study order: 1_warp.cu (the report's one-block scan), 2_reduce_then_scan.cu (three
+// kernels), 3_decoupled_lookback.cu (ours, single pass; the look-back in lookback.cuh), cub.cu (the
+// library); tile.cuh holds what the tile scans share, reduce.cu the reductions.
 #pragma once
 
 #include <cuda_runtime_api.h>

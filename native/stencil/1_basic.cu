@@ -6,6 +6,7 @@
 // H100, 100 sweeps of box9 (bench/results, commit d76d5ab): float32 8192² 1173 ms (45.78 GB/s
 // effective), 16384² 4511 ms (47.60 GB/s); float64 8192² 1323 ms (81.18 GB/s). Every neighbour costs
 // 64-bit modular index arithmetic, which is why it stays at 50–80 GB/s.
+// Bench method: basic
 #include "stencil/sweep.cuh"
 #include "stencil/variants.cuh"
 

@@ -5,6 +5,7 @@
 //
 // H100, 100 sweeps of box9 (bench/results, commit d76d5ab): float32 8192² 72.90 ms (736.5 GB/s,
 // 16.1× basic), 16384² 302.4 ms (710.2 GB/s, 14.9×); float64 8192² 83.53 ms (1285 GB/s, 15.8×).
+// Bench method: tiled
 #include "stencil/sweep.cuh"
 #include "stencil/variants.cuh"
 

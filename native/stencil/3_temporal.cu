@@ -31,6 +31,7 @@
 // - The residual is the max over the output cells only (the halo repeats other blocks' cells), one
 //   predicated |new − old| max per cell; each warp keeps its per-sweep maxima in shared memory, and
 //   the block publishes one atomic per sweep at the end.
+// Bench method: fast
 #include <cstdint>
 
 #include "core/cp_async.h"
