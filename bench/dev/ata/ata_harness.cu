@@ -96,6 +96,12 @@ struct ClockProbe {
     clock_probe_kernel<<<8 * sms, 32, 0, gStream>>>(d + slot * 2 * kMaxSms, claimed);
     CHECK_CUDA(cudaGetLastError());
   }
+  void release() {
+    if (d) CHECK_CUDA(cudaFree(d));
+    if (claimed) CHECK_CUDA(cudaFree(claimed));
+    d = nullptr;
+    claimed = nullptr;
+  }
   double mhz() {  // after the stream synchronized; median over SMs seen by both probes
     std::vector<unsigned long long> h(4 * kMaxSms);
     CHECK_CUDA(cudaMemcpy(h.data(), d, h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
@@ -168,6 +174,7 @@ struct Nvml {
     stop = true;
     if (thread.joinable()) thread.join();
   }
+  ~Nvml() { finish(); }  // also on std::exit from a failed check
   // Means over [a, b] (seconds); capped = share of samples with the software power cap (bit 0x4) set.
   bool window(double a, double b, double& watts, double& mhz, double& tempC, double& capped) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -739,8 +746,6 @@ int main(int argc, char** argv) {
   CHECK_CUBLAS(cublasCreate(&gCublas));
   CHECK_CUBLAS(cublasSetStream(gCublas, gStream));
 
-  gProbe.init(prop.multiProcessorCount);
-  gNvml.start();
   auto ms = methods(variants || !methodFilter.empty(), keepPool);
   if (!methodFilter.empty()) {
     // The listed methods, in the listed order (the order of a round-robin without rotation).
@@ -755,9 +760,12 @@ int main(int argc, char** argv) {
     }
     ms = kept;
   }
+  gProbe.init(prop.multiProcessorCount);
+  gNvml.start();
   if (profileOnly) {
     profile(ms, methodFilter.empty());
     gNvml.finish();
+    gProbe.release();
     CHECK_CUBLAS(cublasDestroy(gCublas));
     CHECK_CUDA(cudaStreamDestroy(gStream));
     return 0;
@@ -802,6 +810,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\n%s: %d failure(s)\n", gFailures ? "FAILED" : "ALL PASS", gFailures);
   gNvml.finish();
+  gProbe.release();
   if (gSums) CHECK_CUDA(cudaFree(gSums));
   if (gCounts) CHECK_CUDA(cudaFree(gCounts));
   CHECK_CUBLAS(cublasDestroy(gCublas));
