@@ -9,8 +9,14 @@
 //   /tmp/h --keeppool also time launchFast with the memory pool keeping freed memory
 //   /tmp/h --tiny     the small shapes that racecheck gets through quickly
 //   /tmp/h --profile  one launch per method at 8000² and 1000000×64, nothing else (for ncu)
-//   /tmp/h --gap-ms N idle time before each timed run (default 150)
+//   /tmp/h --gap-ms N idle time before each timed run (default 150; 0 = back to back)
 //   /tmp/h --no-timing
+//   /tmp/h --methods a,b   only these methods/variants, timed round-robin in this order
+//   /tmp/h --shapes 8000,200000x2000   the timed shapes (N = N×N)
+//   /tmp/h --reps N  timed repetitions (default 7)   --fixed-order  no rotation of the order
+//   /tmp/h --no-big-check   skip the correctness pass over the big shapes
+// Every timed run also records the SM clock it ran at (clock64/globaltimer probes) and NVML's
+// power, temperature and power-cap state (NOTES.md §8).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
