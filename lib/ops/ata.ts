@@ -28,10 +28,11 @@ export interface AtaOptions {
 const majorCache = new Map<number, number>();
 
 /**
- * The variant `auto` runs for a rows×cols A on `device`: the fastest measured on an H100
- * (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
- * very skinny A (few output tiles), cuBLAS DSYRK below about 8000 columns (where `fast` measured
- * 0.80-0.99x of it), `fast` from 8000 columns up (1.06-1.15x of DSYRK).
+ * The variant `auto` runs for a rows×cols A on `device`: the fastest measured on an H100 and an
+ * H200 (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
+ * very skinny A (few output tiles), cuBLAS DSYRK below 6000 columns (`fast` measured 0.81-0.84x of
+ * it at 2000², 0.99-1.02x at 4000²), `fast` from 6000 columns up (1.00-1.02x of DSYRK at 6000²,
+ * 1.03-1.43x from 8000² in the package benchmark).
  */
 export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof ataMethods)[number] {
   let major = majorCache.get(device);
@@ -42,7 +43,7 @@ export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof a
   const ours = major >= 8 ? 'fast' : 'tiled';
   if (!cublasInfo().available) return ours;
   if (cols <= 128) return 'cublas';
-  return ours === 'fast' && cols >= 8000 ? 'fast' : 'cublas-syrk';
+  return ours === 'fast' && cols >= 6000 ? 'fast' : 'cublas-syrk';
 }
 
 /**

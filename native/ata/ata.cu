@@ -227,7 +227,8 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 }
 
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
-          bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false>
+          bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false, bool InterleaveCopy_ = false,
+          bool LeanCopy_ = false, bool SkipLower_ = false>
 struct FastConfig {
   static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
   static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
@@ -238,6 +239,18 @@ struct FastConfig {
   static constexpr bool PairB = PairB_;
   static constexpr int MinBlocks = MinBlocks_;
   static constexpr bool Pipelined = Pipelined_;  // fragments double-buffered in registers
+  // Pipelined only: the cp.async refill of a stage slot is issued in pieces between the MMA rows
+  // of the last step instead of all at once before them, so the tensor pipe is fed right after
+  // the barrier.
+  static constexpr bool InterleaveCopy = InterleaveCopy_;
+  // LeanCopy: each thread keeps a pointer to its next source row and steps it, instead of
+  // recomputing (k0 + r)·n with 64-bit multiplies and range checks for every 16-byte chunk (the
+  // SASS of the copy was ~25 instructions per chunk, a quarter of all instructions issued).
+  static constexpr bool LeanCopy = LeanCopy_;
+  // SkipLower: on a diagonal tile, warps whose whole block lies below the diagonal (discarded by
+  // the mirror store) skip their fragment loads and MMAs; with 4×4 warps, the warp-to-block map
+  // spreads those idle warps over the four schedulers so that no scheduler keeps four busy ones.
+  static constexpr bool SkipLower = SkipLower_;
   static constexpr int Threads = 32 * WarpsM * WarpsN;
   static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
   static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
@@ -296,13 +309,26 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int wm0 = (warp / Cfg::WarpsN) * Cfg::WM, wn0 = (warp % Cfg::WarpsN) * Cfg::WN;
+  int wmi = warp / Cfg::WarpsN, wni = warp % Cfg::WarpsN;
+  if constexpr (Cfg::SkipLower && Cfg::WarpsM == 4 && Cfg::WarpsN == 4) {
+    // Warp w runs on scheduler w % 4. Blocks (row, column) as 4·row + column, chosen so that the
+    // 6 blocks below the diagonal (row > column) fall 1, 1, 2, 2 on the schedulers: on a diagonal
+    // tile the busiest scheduler has 3 active warps instead of 4.
+    // Packed 4 bits per warp (warp 0 lowest): {0, 2, 3, 7, 1, 5, 6, 10, 4, 8, 9, 13, 11, 15, 12, 14}.
+    constexpr unsigned long long kMap = 0xecfbd984a6517320ull;
+    const int b = static_cast<int>((kMap >> (4 * warp)) & 15);
+    wmi = b >> 2;
+    wni = b & 3;
+  }
+  const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
 
   const int64_t tile = blockIdx.x;
   const int split = blockIdx.y;
   int bi, bj;
   bandedTileCoords(tile, T, bandRows, bi, bj);
   const bool diag = bi == bj;  // uniform: a diagonal tile loads one slab and uses it twice
+  // SkipLower: this warp's block is entirely below the diagonal of a diagonal tile (warp-uniform).
+  const bool idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
   const int64_t i0 = static_cast<int64_t>(bi) * BM, j0 = static_cast<int64_t>(bj) * BM;
   const int64_t kBegin = split * kTilesPerSplit * BK;
   const int64_t kEnd = min(rows, kBegin + kTilesPerSplit * BK);
@@ -320,19 +346,37 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // With Vec16, n is even and chunks start at even columns, so a chunk is all in or all out.
   const bool iIn = i0 + cc < n, jIn = j0 + cc < n;
 
-  auto loadStage = [&](int kt, int stage) {
+  // LeanCopy state: this thread's source for piece 0 of the next k-tile to load (k-tiles are loaded
+  // in order), the distance between its pieces and between k-tiles.
+  const double* srcI = A + (kBegin + cr) * n + i0 + cc;
+  const int64_t pieceStride = static_cast<int64_t>(RowStep) * n, tileStride = static_cast<int64_t>(BK) * n;
+  const int64_t jOffset = j0 - i0;
+
+  // Piece p (< PerThread) of the copy of k-tile kt into stage slot `stage`.
+  auto loadStagePart = [&](int kt, int stage, int p) {
     double* sI = smem + stage * 2 * Slab;
     double* sJ = sI + Slab;
     const int64_t k0 = kBegin + static_cast<int64_t>(kt) * BK;
-#pragma unroll
-    for (int p = 0; p < PerThread; ++p) {
-      const int r = cr + p * RowStep;
+    const int r = cr + p * RowStep;
+    if constexpr (Cfg::LeanCopy) {
+      // Rows at or past kEnd (only in the last k-tile) and columns past n are zero-filled.
+      const bool kIn = r < kEnd - k0;
+      const double* row = srcI + p * pieceStride;
+      cpAsyncZfill<Width>(sI + r * LDS + cc, (kIn && iIn) ? row : A, (kIn && iIn) ? Width : 0);
+      if (!diag)
+        cpAsyncZfill<Width>(sJ + r * LDS + cc, (kIn && jIn) ? row + jOffset : A, (kIn && jIn) ? Width : 0);
+      if (p == PerThread - 1) srcI += tileStride;
+    } else {
       const bool kIn = k0 + r < kEnd;
       const double* row = A + (k0 + r) * n;
       cpAsyncZfill<Width>(sI + r * LDS + cc, (kIn && iIn) ? row + i0 + cc : A, (kIn && iIn) ? Width : 0);
       if (!diag)
         cpAsyncZfill<Width>(sJ + r * LDS + cc, (kIn && jIn) ? row + j0 + cc : A, (kIn && jIn) ? Width : 0);
     }
+  };
+  auto loadStage = [&](int kt, int stage) {
+#pragma unroll
+    for (int p = 0; p < PerThread; ++p) loadStagePart(kt, stage, p);
   };
 
   double acc[MT][NT][4];
@@ -346,6 +390,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // Fragments of one KS-deep step: A for MT 16-row blocks, B for NT 8-column blocks.
   auto loadFrags = [&](double(&fa)[MT][KS / 2], double(&fb)[NT][KS / 4], const double* sI, const double* sJ,
                        int kk) {
+    if (idle) return;
 #pragma unroll
     for (int u = 0; u < KS / 4; ++u) {
       const double* row = sJ + (kk + t + 4 * u) * LDS + wn0;
@@ -370,10 +415,26 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
   };
   auto mmaFrags = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4]) {
+    if (idle) return;
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
       for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
+  };
+  // The same MMAs with the copy of k-tile kt (kt < 0: none) into slot `stage` spread between the
+  // rows of MMAs.
+  auto mmaFragsCopy = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4], int kt, int stage) {
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi) {
+      if (!idle) {
+#pragma unroll
+        for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
+      }
+      if (kt >= 0) {
+#pragma unroll
+        for (int p = mi * PerThread / MT; p < (mi + 1) * PerThread / MT; ++p) loadStagePart(kt, stage, p);
+      }
+    }
   };
   auto stageI = [&](int kt) -> const double* { return smem + (kt % Stages) * 2 * Slab; };
 
@@ -428,11 +489,18 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         if (s == Steps - 1) {
           copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
           __syncthreads();
-          if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
-          copyCommit();
+          if constexpr (!Cfg::InterleaveCopy) {
+            if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
+            copyCommit();
+          }
           if (kt + 1 < kTiles) {
             const double* nI = stageI(kt + 1);
             loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
+          }
+          if constexpr (Cfg::InterleaveCopy) {
+            mmaFragsCopy(fa[s & 1], fb[s & 1], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages);
+            copyCommit();
+            continue;
           }
         } else {
           loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], sI, sJ, (s + 1) * KS);
@@ -654,11 +722,14 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // sm_90+: m16n8k4 fragments (every 16-row f64 shape runs at the same rate there; k4 keeps two
 // register buffers of fragments small). sm_80: m8n8k4.
 // Large: 128×128 tiles, 16 warps of 32×32 (four per scheduler to hide shared-memory latency),
-// 3 stages of 32 k-rows (203 KB shared), 1 block per SM.
+// 3 stages of 32 k-rows (203 KB shared), 1 block per SM; the refill copy interleaved with the MMAs
+// and lean copy addressing (issue 19: tensor pipe 82% -> 90% busy, bench/dev/ata/NOTES.md §8).
+// SkipLower is off here: its per-step branch cost more than the idle warps saved.
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
-// sizes whose 128-tile count fills the SMs badly.
-using FastLarge90 = FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true>;
-using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true>;
+// sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
+// measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
+using FastLarge90 = FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false>;
+using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;
 using FastSmall80 = FastConfig<64, 2, 2, 16, 4, MmaShape::m8n8k4, 4, true, 2, true>;

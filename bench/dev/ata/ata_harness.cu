@@ -9,8 +9,14 @@
 //   /tmp/h --keeppool also time launchFast with the memory pool keeping freed memory
 //   /tmp/h --tiny     the small shapes that racecheck gets through quickly
 //   /tmp/h --profile  one launch per method at 8000² and 1000000×64, nothing else (for ncu)
-//   /tmp/h --gap-ms N idle time before each timed run (default 150)
+//   /tmp/h --gap-ms N idle time before each timed run (default 150; 0 = back to back)
 //   /tmp/h --no-timing
+//   /tmp/h --methods a,b   only these methods/variants, timed round-robin in this order
+//   /tmp/h --shapes 8000,200000x2000   the timed shapes (N = N×N)
+//   /tmp/h --reps N  timed repetitions (default 7)   --fixed-order  no rotation of the order
+//   /tmp/h --no-big-check   skip the correctness pass over the big shapes
+// Every timed run also records the SM clock it ran at (clock64/globaltimer probes) and NVML's
+// power, temperature and power-cap state (NOTES.md §8).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -24,10 +30,21 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
+#include <dlfcn.h>
+
 #include "ata.cu"
+
+// The addon's stream-ordered pool (core/pool.cc) needs the rest of the addon; standalone, the
+// device's default pool through cudaMallocAsync does the same job.
+namespace ck {
+cudaError_t poolMalloc(void** ptr, size_t bytes, cudaStream_t stream) { return cudaMallocAsync(ptr, bytes, stream); }
+cudaError_t poolFree(void* ptr, cudaStream_t stream) { return ptr ? cudaFreeAsync(ptr, stream) : cudaSuccess; }
+}  // namespace ck
 
 #define CHECK_CUDA(expr)                                                                             \
   do {                                                                                               \
@@ -51,6 +68,149 @@ namespace {
 
 cublasHandle_t gCublas = nullptr;
 cudaStream_t gStream = nullptr;
+
+// ---- GPU state while a method runs ------------------------------------------------------------
+// (1) The SM clock actually run at: a probe kernel before and after each timed run records, per SM,
+// clock64() and %globaltimer; Δcycles / Δns over the run is that SM's mean clock (median over SMs).
+// (2) NVML, loaded at run time (no header or link needed), sampled every 2 ms by a thread: power,
+// temperature, the SM clock it reports and whether the software power cap is throttling.
+constexpr int kMaxSms = 1024;
+__global__ void clock_probe_kernel(unsigned long long* out, int* claimed) {
+  if (threadIdx.x != 0) return;
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (smid >= kMaxSms || atomicCAS(&claimed[smid], 0, 1) != 0) return;
+  unsigned long long g;
+  const unsigned long long c = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+  out[2 * smid] = c;
+  out[2 * smid + 1] = g;
+}
+
+struct ClockProbe {
+  unsigned long long* d = nullptr;  // [2][2 * kMaxSms]: before, after
+  int* claimed = nullptr;
+  int sms = 0;
+  void init(int smCount) {
+    sms = smCount;
+    CHECK_CUDA(cudaMalloc(&d, 4 * kMaxSms * sizeof(unsigned long long)));
+    CHECK_CUDA(cudaMalloc(&claimed, kMaxSms * sizeof(int)));
+  }
+  void record(int slot) {  // enqueued on gStream
+    CHECK_CUDA(cudaMemsetAsync(d + slot * 2 * kMaxSms, 0, 2 * kMaxSms * sizeof(unsigned long long), gStream));
+    CHECK_CUDA(cudaMemsetAsync(claimed, 0, kMaxSms * sizeof(int), gStream));
+    clock_probe_kernel<<<8 * sms, 32, 0, gStream>>>(d + slot * 2 * kMaxSms, claimed);
+    CHECK_CUDA(cudaGetLastError());
+  }
+  void release() {
+    if (d) CHECK_CUDA(cudaFree(d));
+    if (claimed) CHECK_CUDA(cudaFree(claimed));
+    d = nullptr;
+    claimed = nullptr;
+  }
+  double mhz() {  // after the stream synchronized; median over SMs seen by both probes
+    std::vector<unsigned long long> h(4 * kMaxSms);
+    CHECK_CUDA(cudaMemcpy(h.data(), d, h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    std::vector<double> f;
+    for (int s = 0; s < kMaxSms; ++s) {
+      const unsigned long long c0 = h[2 * s], g0 = h[2 * s + 1], c1 = h[2 * kMaxSms + 2 * s],
+                               g1 = h[2 * kMaxSms + 2 * s + 1];
+      if (g0 && g1 > g0 && c1 > c0) f.push_back(static_cast<double>(c1 - c0) / static_cast<double>(g1 - g0) * 1e3);
+    }
+    if (f.empty()) return NAN;
+    std::sort(f.begin(), f.end());
+    return f[f.size() / 2];
+  }
+} gProbe;
+
+struct Nvml {
+  using Fn1 = int (*)();
+  using FnH = int (*)(unsigned, void**);
+  using FnU = int (*)(void*, unsigned*);
+  using FnClk = int (*)(void*, int, unsigned*);
+  using FnT = int (*)(void*, int, unsigned*);
+  using FnR = int (*)(void*, unsigned long long*);
+  void* dev = nullptr;
+  FnU power = nullptr;
+  FnClk clock = nullptr;
+  FnT temp = nullptr;
+  FnR reasons = nullptr;
+  bool ok = false;
+  struct Sample {
+    double t;  // seconds since start
+    unsigned mw, mhz, tempC;
+    unsigned long long reasons;
+  };
+  std::vector<Sample> samples;
+  std::mutex mutex;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+
+  double now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  void start() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!lib) return;
+    auto init = reinterpret_cast<Fn1>(dlsym(lib, "nvmlInit_v2"));
+    auto handle = reinterpret_cast<FnH>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    power = reinterpret_cast<FnU>(dlsym(lib, "nvmlDeviceGetPowerUsage"));
+    clock = reinterpret_cast<FnClk>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    temp = reinterpret_cast<FnT>(dlsym(lib, "nvmlDeviceGetTemperature"));
+    reasons = reinterpret_cast<FnR>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    if (!init || !handle || !power || !clock || !temp || !reasons || init() != 0 || handle(0, &dev) != 0) return;
+    ok = true;
+    thread = std::thread([this] {
+      while (!stop.load()) {
+        Sample s{now(), 0, 0, 0, 0};
+        power(dev, &s.mw);
+        clock(dev, 1 /* NVML_CLOCK_SM */, &s.mhz);
+        temp(dev, 0 /* NVML_TEMPERATURE_GPU */, &s.tempC);
+        reasons(dev, &s.reasons);
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          samples.push_back(s);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+  void finish() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+  }
+  ~Nvml() { finish(); }  // also on std::exit from a failed check
+  // Means over [a, b] (seconds); capped = share of samples with the software power cap (bit 0x4) set.
+  bool window(double a, double b, double& watts, double& mhz, double& tempC, double& capped) {
+    std::lock_guard<std::mutex> lock(mutex);
+    double w = 0, m = 0, tc = 0, c = 0;
+    int k = 0;
+    for (const auto& s : samples)
+      if (s.t >= a && s.t <= b) {
+        w += s.mw * 1e-3;
+        m += s.mhz;
+        tc += s.tempC;
+        c += (s.reasons & 0x4ull) ? 1 : 0;
+        ++k;
+      }
+    if (!k) return false;
+    watts = w / k, mhz = m / k, tempC = tc / k, capped = c / k;
+    return true;
+  }
+  std::string state() {
+    if (!ok) return "nvml unavailable";
+    unsigned mw = 0, mhz = 0, t = 0;
+    unsigned long long r = 0;
+    power(dev, &mw);
+    clock(dev, 1, &mhz);
+    temp(dev, 0, &t);
+    reasons(dev, &r);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "SM %u MHz, %.0f W, %u C, throttle reasons 0x%llx", mhz, mw * 1e-3, t, r);
+    return buf;
+  }
+} gNvml;
 
 __global__ void fill_uniform_kernel(double* a, int64_t count, uint64_t seed) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -175,6 +335,24 @@ using MS = d::MmaShape;
 using V1NoPipe = d::FastConfig<128, 2, 4, 16, 4, MS::m16n8k16, 16, false, 1, false>;  // first mma kernel
 using V2Bk32 = d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k16, 16, true, 1, false>;     // deeper k, paired B
 using V3Pipe8w = d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k4, 4, true, 1, true>;      // + register pipeline
+using V4Large = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true>;       // 16 warps (until issue 19)
+// Candidates for the issue-19 round (NOTES.md §8): 8 warps of 64×32 or 32×64 (fewer shared-memory
+// fragment loads per MMA, 255 registers allowed), k8 fragments (half the MMA instructions), shorter
+// stages (BK 16 × 6, same shared memory).
+using W8x64x32k8 = d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k8, 8, true, 1, true>;
+using W8x32x64k4 = d::FastConfig<128, 4, 2, 32, 3, MS::m16n8k4, 4, true, 1, true>;
+using W8x32x64k8 = d::FastConfig<128, 4, 2, 32, 3, MS::m16n8k8, 8, true, 1, true>;
+using W16Bk16s6 = d::FastConfig<128, 4, 4, 16, 6, MS::m16n8k4, 4, true, 1, true>;
+// The copy of the next stage spread between the MMA rows of the step after the barrier.
+using W16Ilv = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true>;
+using W8x64x32Ilv = d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true>;
+using W8x32x64Ilv = d::FastConfig<128, 4, 2, 32, 3, MS::m16n8k4, 4, true, 1, true, true>;
+// v6 pieces: interleaved copy + lean copy addressing (+ idle lower warps on diagonal tiles).
+using V6NoSkip = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false>;
+using V6 = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, true>;
+using V6Small = d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true, true, true, true>;
+using V6SmallNoSkip = d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true, true, true, false>;
+using V4Small = d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true>;  // small config until issue 19
 
 // One config for every shape (splits chosen by the model unless forced).
 template <class Cfg>
@@ -196,7 +374,20 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v1.nopipe", forced<V1NoPipe>(), 0, true});
     m.push_back({"v2.bk32", forced<V2Bk32>(), 0, true});
     m.push_back({"v3.pipe8w", forced<V3Pipe8w>(), 0, true});
+    m.push_back({"v4", forced<V4Large>(), 0, true});
     m.push_back({"v.large", forced<d::FastLarge90>(), 0, true});
+    m.push_back({"v5.8w64x32k8", forced<W8x64x32k8>(), 0, true});
+    m.push_back({"v5.8w32x64k4", forced<W8x32x64k4>(), 0, true});
+    m.push_back({"v5.8w32x64k8", forced<W8x32x64k8>(), 0, true});
+    m.push_back({"v5.16w.bk16s6", forced<W16Bk16s6>(), 0, true});
+    m.push_back({"v5.16w.ilv", forced<W16Ilv>(), 0, true});
+    m.push_back({"v5.8w64x32.ilv", forced<W8x64x32Ilv>(), 0, true});
+    m.push_back({"v5.8w32x64.ilv", forced<W8x32x64Ilv>(), 0, true});
+    m.push_back({"v6.noskip", forced<V6NoSkip>(), 0, true});
+    m.push_back({"v6", forced<V6>(), 0, true});
+    m.push_back({"v6.small", forced<V6Small>(), 0, true});
+    m.push_back({"v6.small.noskip", forced<V6SmallNoSkip>(), 0, true});
+    m.push_back({"v4.small", forced<V4Small>(), 0, true});
     m.push_back({"v.small", forced<d::FastSmall90>(), 0, true});
     m.push_back({"v.large.nosplit", forced<d::FastLarge90>(1), 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
@@ -289,8 +480,23 @@ struct Row {
   std::string shape, method;
   double ms, tflops, gemmTflops, rel;
   bool pass;
+  double mhz = NAN, watts = NAN, capped = NAN, tempC = NAN;
+  float minMs = 0, maxMs = 0;
 };
 std::vector<Row> gRows;
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t a = 0;
+  while (a <= s.size()) {
+    const size_t b = s.find(',', a);
+    const std::string item = s.substr(a, b == std::string::npos ? std::string::npos : b - a);
+    if (!item.empty()) out.push_back(item);
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+  return out;
+}
 
 std::string shapeName(int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
@@ -321,14 +527,20 @@ void correctness(const std::vector<std::pair<int64_t, int64_t>>& shapes, const s
   }
 }
 
+int gReps = 7;
+bool gRotate = true;
+
 void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::vector<Method>& ms) {
-  std::printf("== timing (2 warm-up rounds, median of 7; methods interleaved round-robin, the order rotated\n"
-              "   each round, %d ms idle before each timed run so every method starts from the same clock and\n"
-              "   power state; C poisoned before each run)\n", gGapMs);
+  std::printf("== timing (2 warm-up rounds, median of %d; methods interleaved round-robin, %s;\n"
+              "   %d ms idle before each timed run; C poisoned before each run; per run: the SM clock from\n"
+              "   clock64/globaltimer probes around it (MHz), NVML power (W), temperature, share of 2 ms\n"
+              "   samples with the software power cap active)\n",
+              gReps, gRotate ? "the order rotated each round" : "fixed order", gGapMs);
+  std::printf("   GPU at start: %s\n", gNvml.state().c_str());
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
-  constexpr int kWarm = 2, kReps = 7;
+  constexpr int kWarm = 2;
   for (auto [rows, cols] : shapes) {
     Problem p{rows, cols};
     setup(p, false);
@@ -339,21 +551,29 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
       if (m.name == "basic" && !square) continue;
       run.push_back(&m);
     }
-    std::vector<std::vector<float>> t(run.size());
+    struct Sample {
+      float ms;
+      double mhz, watts, nvmlMhz, tempC, capped;
+    };
+    std::vector<std::vector<Sample>> t(run.size());
     std::vector<bool> failed(run.size(), false);
-    for (int it = 0; it < kWarm + kReps; ++it) {
+    for (int it = 0; it < kWarm + gReps; ++it) {
       for (size_t step = 0; step < run.size(); ++step) {
-        const size_t mi = (step + it) % run.size();
+        const size_t mi = gRotate ? (step + it) % run.size() : step;
         if (failed[mi]) continue;
         const Method& m = *run[mi];
         setPoolKeep(m.keepPool);
         poison(p);
         CHECK_CUDA(cudaStreamSynchronize(gStream));
         if (gGapMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gGapMs));
+        const double h0 = gNvml.now();
+        gProbe.record(0);
         CHECK_CUDA(cudaEventRecord(e0, gStream));
         const cudaError_t err = m.fn(p.A, p.C, rows, cols, gStream);
         CHECK_CUDA(cudaEventRecord(e1, gStream));
-        const cudaError_t serr = cudaEventSynchronize(e1);
+        gProbe.record(1);
+        const cudaError_t serr = cudaStreamSynchronize(gStream);
+        const double h1 = gNvml.now();
         if (err != cudaSuccess || serr != cudaSuccess) {
           std::printf("%s %s CUDA ERROR %s / %s\n", shapeName(rows, cols).c_str(), m.name.c_str(),
                       cudaGetErrorString(err), cudaGetErrorString(serr));
@@ -361,25 +581,38 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
           ++gFailures;
           continue;
         }
-        float ms_ = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms_, e0, e1));
-        if (it >= kWarm) t[mi].push_back(ms_);
-        if (it == kWarm + kReps - 1) {
+        Sample smp{0, gProbe.mhz(), NAN, NAN, NAN, NAN};
+        CHECK_CUDA(cudaEventElapsedTime(&smp.ms, e0, e1));
+        gNvml.window(h0, h1, smp.watts, smp.nvmlMhz, smp.tempC, smp.capped);
+        if (it >= kWarm) t[mi].push_back(smp);
+        if (it == kWarm + gReps - 1) {
           // Last round: this method's C is the one checked.
-          std::vector<float> v = t[mi];
+          std::vector<float> v;
+          std::vector<double> mhz, watts, capped, temps;
+          for (const auto& x : t[mi]) {
+            v.push_back(x.ms);
+            mhz.push_back(x.mhz);
+            if (std::isfinite(x.watts)) watts.push_back(x.watts), capped.push_back(x.capped), temps.push_back(x.tempC);
+          }
+          auto med = [](std::vector<double> a) {
+            if (a.empty()) return NAN * 1.0;
+            std::sort(a.begin(), a.end());
+            return a[a.size() / 2];
+          };
           std::sort(v.begin(), v.end());
-          const double med = v[v.size() / 2];
+          const double medMs = v[v.size() / 2];
           const Check c = compare(p.C, p.Ref, cols);
           const bool ok = c.pass(kTol, m.ours);
           if (!ok) ++gFailures;
           const double useful = static_cast<double>(cols) * cols * rows;
-          Row r{shapeName(rows, cols), m.name, med, useful / (med * 1e-3) / 1e12,
-                2 * useful / (med * 1e-3) / 1e12, c.rel, ok};
+          Row r{shapeName(rows, cols), m.name, medMs, useful / (medMs * 1e-3) / 1e12,
+                2 * useful / (medMs * 1e-3) / 1e12, c.rel, ok, med(mhz), med(watts), med(capped), med(temps),
+                v.front(), v.back()};
           gRows.push_back(r);
-          std::printf("%-14s %-20s %10.3f ms  %7.2f TFLOP/s (n^2*rows)  %7.2f (2*rows*n^2)  min %.3f max %.3f  "
-                      "rel=%.2e %s\n",
-                      r.shape.c_str(), r.method.c_str(), med, r.tflops, r.gemmTflops, v.front(), v.back(), c.rel,
-                      ok ? "PASS" : "FAIL");
+          std::printf("%-14s %-20s %10.3f ms  %7.2f TFLOP/s (n^2*rows)  min %.3f max %.3f  clk %4.0f MHz  %3.0f W "
+                      "%2.0f C cap %.2f rel=%.2e %s\n",
+                      r.shape.c_str(), r.method.c_str(), medMs, r.tflops, v.front(), v.back(), r.mhz, r.watts,
+                      r.tempC, r.capped, c.rel, ok ? "PASS" : "FAIL");
           std::fflush(stdout);
         }
       }
@@ -387,6 +620,7 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
     setPoolKeep(false);
     teardown(p);
   }
+  std::printf("   GPU at end: %s\n", gNvml.state().c_str());
   CHECK_CUDA(cudaEventDestroy(e0));
   CHECK_CUDA(cudaEventDestroy(e1));
 }
@@ -423,6 +657,22 @@ void printPlans() {
   printKernel<V1NoPipe, true>("V1NoPipe");
   printKernel<V2Bk32, true>("V2Bk32");
   printKernel<V3Pipe8w, true>("V3Pipe8w");
+  printKernel<V4Large, true>("V4Large");
+  printKernel<W8x64x32k8, true>("W8x64x32k8");
+  printKernel<W8x32x64k4, true>("W8x32x64k4");
+  printKernel<W8x32x64k8, true>("W8x32x64k8");
+  printKernel<W16Bk16s6, true>("W16Bk16s6");
+  printKernel<W16Ilv, true>("W16Ilv");
+  printKernel<W16Ilv, false>("W16Ilv");
+  printKernel<W8x64x32Ilv, true>("W8x64x32Ilv");
+  printKernel<W8x32x64Ilv, true>("W8x32x64Ilv");
+  printKernel<V6NoSkip, true>("V6NoSkip");
+  printKernel<V6, true>("V6");
+  printKernel<V6, false>("V6");
+  printKernel<V6Small, true>("V6Small");
+  printKernel<V6Small, false>("V6Small");
+  printKernel<V6SmallNoSkip, true>("V6SmallNoSkip");
+  printKernel<V4Small, true>("V4Small");
   for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {8000, 8000}, {16000, 16000},
                                                              {200000, 2000}, {20000, 130}, {1000000, 64}, {5000, 64}}) {
     printPlan<d::FastLarge90>(r, c, 1.0);
@@ -430,9 +680,11 @@ void printPlans() {
   }
 }
 
-// --profile: no helper kernels (A is filled from the host), one launch of each method, for ncu.
-void profile() {
+// --profile: no helper kernels (A is filled from the host), one launch of each method at 8000²
+// (and of launchFast at 1000000×64 when no --methods are given), for ncu.
+void profile(const std::vector<Method>& ms, bool all) {
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{8000, 8000}, {1000000, 64}}) {
+    if (!all && cols < 8000) continue;
     const int64_t ac = rows * cols;
     std::vector<double> h(static_cast<size_t>(ac));
     std::mt19937_64 rng(freshSeed());
@@ -442,10 +694,14 @@ void profile() {
     CHECK_CUDA(cudaMalloc(&A, ac * sizeof(double)));
     CHECK_CUDA(cudaMalloc(&C, cols * cols * sizeof(double)));
     CHECK_CUDA(cudaMemcpy(A, h.data(), ac * sizeof(double), cudaMemcpyHostToDevice));
-    CHECK_CUDA(ck::ata::launchFast(A, C, rows, cols, gStream));
-    if (cols > 64) {
-      CHECK_CUDA(cublasGemmAtA(A, C, rows, cols, gStream));
-      CHECK_CUDA(cublasSyrkAtA(A, C, rows, cols, gStream));
+    if (all) {
+      CHECK_CUDA(ck::ata::launchFast(A, C, rows, cols, gStream));
+      if (cols > 64) {
+        CHECK_CUDA(cublasGemmAtA(A, C, rows, cols, gStream));
+        CHECK_CUDA(cublasSyrkAtA(A, C, rows, cols, gStream));
+      }
+    } else {
+      for (const auto& m : ms) CHECK_CUDA(m.fn(A, C, rows, cols, gStream));
     }
     CHECK_CUDA(cudaStreamSynchronize(gStream));
     CHECK_CUDA(cudaFree(A));
@@ -457,6 +713,10 @@ void profile() {
 
 int main(int argc, char** argv) {
   bool small = false, tiny = false, variants = false, doTiming = true, profileOnly = false, keepPool = false;
+  bool bigCheck = true;
+  std::vector<std::string> methodFilter;
+  std::vector<std::pair<int64_t, int64_t>> timedShapes = {{2000, 2000},   {4000, 4000},  {8000, 8000},
+                                                          {16000, 16000}, {1000000, 64}, {200000, 2000}};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small")) small = true;
     else if (!std::strcmp(argv[i], "--tiny")) small = tiny = true;
@@ -465,6 +725,18 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--keeppool")) keepPool = true;
     else if (!std::strcmp(argv[i], "--gap-ms") && i + 1 < argc) gGapMs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-timing")) doTiming = false;
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) gReps = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--fixed-order")) gRotate = false;
+    else if (!std::strcmp(argv[i], "--no-big-check")) bigCheck = false;
+    else if (!std::strcmp(argv[i], "--methods") && i + 1 < argc) methodFilter = splitList(argv[++i]);
+    else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc) {
+      timedShapes.clear();
+      for (const auto& x : splitList(argv[++i])) {
+        const auto xpos = x.find('x');
+        const long long r = std::atoll(x.c_str()), c = xpos == std::string::npos ? r : std::atoll(x.c_str() + xpos + 1);
+        timedShapes.push_back({r, c});
+      }
+    }
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return 2;
@@ -480,13 +752,30 @@ int main(int argc, char** argv) {
   CHECK_CUBLAS(cublasCreate(&gCublas));
   CHECK_CUBLAS(cublasSetStream(gCublas, gStream));
 
+  auto ms = methods(variants || !methodFilter.empty(), keepPool);
+  if (!methodFilter.empty()) {
+    // The listed methods, in the listed order (the order of a round-robin without rotation).
+    std::vector<Method> kept;
+    for (const auto& name : methodFilter) {
+      auto it = std::find_if(ms.begin(), ms.end(), [&](const Method& m) { return m.name == name; });
+      if (it == ms.end()) {
+        std::fprintf(stderr, "unknown method %s\n", name.c_str());
+        return 2;
+      }
+      kept.push_back(*it);
+    }
+    ms = kept;
+  }
+  gProbe.init(prop.multiProcessorCount);
+  gNvml.start();
   if (profileOnly) {
-    profile();
+    profile(ms, methodFilter.empty());
+    gNvml.finish();
+    gProbe.release();
     CHECK_CUBLAS(cublasDestroy(gCublas));
     CHECK_CUDA(cudaStreamDestroy(gStream));
     return 0;
   }
-  const auto ms = methods(variants, keepPool);
   std::vector<std::pair<int64_t, int64_t>> smallShapes = {
       {1, 1},    {1, 7},    {7, 1},     {2, 2},     {17, 33},   {33, 17},     {257, 131},  {1009, 17},
       {128, 128}, {129, 257}, {64, 64},  {65, 63},   {300, 65},  {40, 130},    {3, 200},    {5000, 64},
@@ -501,14 +790,13 @@ int main(int argc, char** argv) {
   printPlans();
   correctness(smallShapes, ms);
   if (!small) {
-    correctness(bigShapes, ms);
-    if (doTiming) {
-      timing({{2000, 2000}, {4000, 4000}, {8000, 8000}, {16000, 16000}, {1000000, 64}, {200000, 2000}}, ms);
-    }
+    if (bigCheck) correctness(bigShapes, ms);
+    if (doTiming) timing(timedShapes, ms);
   }
 
   if (!gRows.empty()) {
-    std::printf("\n== table: ms | TFLOP/s (n^2*rows) | x DSYRK time | x DGEMM time (>1 = faster)\n");
+    std::printf("\n== table: ms (median) | TFLOP/s (n^2*rows) | x DSYRK time | x DGEMM time (>1 = faster) | min-max ms |"
+                " SM MHz (probe) | W | C | power-capped share\n");
     std::string last;
     double syrk = 0, gemm = 0;
     for (const auto& r : gRows) {
@@ -521,11 +809,14 @@ int main(int argc, char** argv) {
             if (q.method == "cublasDgemm") gemm = q.ms;
           }
       }
-      std::printf("%-14s %-20s %10.3f %7.2f %6.2f %6.2f %s\n", r.shape.c_str(), r.method.c_str(), r.ms, r.tflops,
-                  syrk > 0 ? syrk / r.ms : 0.0, gemm > 0 ? gemm / r.ms : 0.0, r.pass ? "" : "FAIL");
+      std::printf("%-14s %-20s %10.3f %7.2f %6.2f %6.2f  %.3f-%.3f  %4.0f %3.0f %2.0f %.2f %s\n", r.shape.c_str(),
+                  r.method.c_str(), r.ms, r.tflops, syrk > 0 ? syrk / r.ms : 0.0, gemm > 0 ? gemm / r.ms : 0.0,
+                  r.minMs, r.maxMs, r.mhz, r.watts, r.tempC, r.capped, r.pass ? "" : "FAIL");
     }
   }
   std::printf("\n%s: %d failure(s)\n", gFailures ? "FAILED" : "ALL PASS", gFailures);
+  gNvml.finish();
+  gProbe.release();
   if (gSums) CHECK_CUDA(cudaFree(gSums));
   if (gCounts) CHECK_CUDA(cudaFree(gCounts));
   CHECK_CUBLAS(cublasDestroy(gCublas));

@@ -24,7 +24,7 @@ fi
 if [ -n "$SANITIZE" ]; then
   timeout 150 compute-sanitizer --tool memcheck --leak-check full /tmp/ata_h --tiny --variants > "$OUT/memcheck.txt" 2>&1
   echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$OUT/memcheck.txt" | tr '\n' ' ')"
-  timeout 150 compute-sanitizer --tool racecheck /tmp/ata_h --tiny --variants > "$OUT/racecheck.txt" 2>&1
+  timeout 240 compute-sanitizer --tool racecheck /tmp/ata_h --tiny --variants > "$OUT/racecheck.txt" 2>&1
   echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.txt" | tr '\n' ' ')"
 fi
 grep -E "^kernel|^plan|^device" "$OUT/ata.log"
