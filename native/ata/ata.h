@@ -1,5 +1,7 @@
-// C = AᵀA in float64: a one-thread-per-element kernel, a shared-memory tiled kernel, and a
-// tensor-core kernel (mma.sync f64, cp.async pipeline, split-K for tall-skinny A).
+// C = AᵀA in float64. Files, in study order: 1_basic.cu (one thread per element), 2_tiled_symmetric.cu
+// (shared-memory tiles, upper triangle mirrored), 3_tensor_core.cu (ours: mma.sync f64, cp.async
+// pipeline, split-K for tall-skinny A), cublas.cc (DGEMM, DSYRK); mirror.cu copies a triangle for
+// DSYRK, common.cuh holds what the kernels share.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -15,6 +15,10 @@ struct Method {
   void (*run)(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t stream);
 };
 
+// cublas.cc: cuBLAS DGEMM, and DSYRK + mirror, with the signature of Method::run.
+void runCublasGemm(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t stream);
+void runCublasSyrk(const double* A, double* C, int64_t rows, int64_t cols, int device, cudaStream_t stream);
+
 extern const Method kMethods[];
 extern const int kMethodCount;
 

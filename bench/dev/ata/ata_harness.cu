@@ -1,6 +1,6 @@
 // Standalone test and benchmark of ck::ata (not part of the addon; keep it out of native/, whose
-// sources CMake globs). Unity build: it includes ata.cu so that the tuning variants of the fast
-// kernel (ck::ata::detail) can be run next to the public launchers.
+// sources CMake globs). Unity build: it includes native/ata's kernel files so that the tuning
+// variants of the fast kernel (ck::ata::detail) can be run next to the public launchers.
 //
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Inative -Inative/ata bench/dev/ata/ata_harness.cu -lcublas -o /tmp/h
 //   /tmp/h            correctness on every shape, then timing, compact table last
@@ -37,7 +37,10 @@
 
 #include <dlfcn.h>
 
-#include "ata.cu"
+#include "ata/1_basic.cu"
+#include "ata/2_tiled_symmetric.cu"
+#include "ata/3_tensor_core.cu"
+#include "ata/mirror.cu"
 
 // The addon's stream-ordered pool (core/pool.cc) needs the rest of the addon; standalone, the
 // device's default pool through cudaMallocAsync does the same job.

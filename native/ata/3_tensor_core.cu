@@ -1,9 +1,16 @@
+// Step 3, ours: FP64 tensor cores (mma.sync f64, m16n8k4 on sm_90, m8n8k4 on sm_80) on 128×128
+// upper-triangle tiles, 16 warps of 32×32, a 3-stage cp.async pipeline with fragments double-buffered
+// in registers, the next stage's copies issued between the MMA rows, a banded tile order for L2 reuse,
+// and split-K with a deterministic reduce when the output tiles cannot fill the device.
+// H100 (bench/results, 8000²): 9.43 ms (54 TFLOP/s of useful n³ flops, 81% of the FP64 tensor peak),
+// 6.2× step 2, 1.10× cuBLAS DSYRK (+ mirror); bench/dev/ata/NOTES.md has each version between.
+// Bench method: fast
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <cstdint>
 
-#include "ata.h"
+#include "ata/ata.h"
+#include "ata/common.cuh"
 #include "core/cp_async.h"
 #include "core/math.h"
 #include "core/pool.h"
@@ -11,135 +18,6 @@
 namespace ck {
 namespace ata {
 namespace detail {
-
-// Upper-triangle tile t (column-major over the triangle: column bj holds tiles bi = 0..bj) to
-// (bi, bj). The sqrt guess is corrected both ways because a double sqrt can be off by one for
-// large t.
-__device__ __forceinline__ void upperTileFromLinear(int64_t t, int& bi, int& bj) {
-  int64_t c = static_cast<int64_t>((sqrt(8.0 * static_cast<double>(t) + 1.0) - 1.0) * 0.5);
-  while (c > 0 && c * (c + 1) / 2 > t) --c;
-  while ((c + 1) * (c + 2) / 2 <= t) ++c;
-  bj = static_cast<int>(c);
-  bi = static_cast<int>(t - c * (c + 1) / 2);
-}
-
-// Writes v at (r, c) and its mirror, for r <= c inside the matrix. Writing only from the upper
-// element makes C bitwise symmetric even where the two triangles were computed separately.
-__device__ __forceinline__ void storeSym(double* C, int64_t n, int64_t r, int64_t c, double v) {
-  if (r <= c && c < n) {
-    C[r * n + c] = v;
-    if (r != c) C[c * n + r] = v;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// basic
-
-__global__ void ata_basic_kernel(const double* __restrict__ A, double* __restrict__ C, int64_t rows,
-                                 int64_t n) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= n) return;
-  // gridDim.y is capped at 65535, so rows of C are grid-strided.
-  for (int64_t i = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; i < n;
-       i += static_cast<int64_t>(gridDim.y) * blockDim.y) {
-    const double* pi = A + i;
-    const double* pj = A + j;
-    double s = 0.0;
-    // fma(a_i, a_j, s) == fma(a_j, a_i, s) exactly, so (i, j) and (j, i) come out bitwise equal.
-    for (int64_t k = 0; k < rows; ++k, pi += n, pj += n) s = fma(*pi, *pj, s);
-    C[i * n + j] = s;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// tiled
-
-constexpr int kTile = 32;         // tile edge of the tiled and mirror kernels
-constexpr int kTileRowsStep = 8;  // blockDim.y: each thread owns kTile / 8 = 4 outputs
-
-// Both operands are K-slabs of A stored [k][column], exactly as they lie in the row-major A: loads
-// are coalesced along columns, and in the product loop sI[k][i] is one broadcast address per warp
-// while sJ[k][tx] is 32 consecutive doubles, so no padding is needed there. The report's layout
-// (sT[ty][tx] = A[(k + tx) * cols + row]) read A with a stride of `cols` instead.
-__global__ void __launch_bounds__(kTile* kTileRowsStep)
-    ata_tiled_sym_kernel(const double* __restrict__ A, double* __restrict__ C, int64_t rows, int64_t n) {
-  __shared__ double sI[kTile][kTile];
-  __shared__ double sJ[kTile][kTile];
-  // +1 column: the transposed read for the mirror walks a column, which would be a 16-way bank
-  // conflict (for 8-byte words) with a pitch of 32.
-  __shared__ double sOut[kTile][kTile + 1];
-
-  int bi, bj;
-  upperTileFromLinear(blockIdx.x, bi, bj);
-  const bool diag = bi == bj;  // uniform per block: a diagonal tile reads one slab for both sides
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t i0 = static_cast<int64_t>(bi) * kTile, j0 = static_cast<int64_t>(bj) * kTile;
-  const bool iIn = i0 + tx < n, jIn = j0 + tx < n;
-
-  double acc[kTile / kTileRowsStep] = {};
-  for (int64_t k0 = 0; k0 < rows; k0 += kTile) {
-#pragma unroll
-    for (int r = ty; r < kTile; r += kTileRowsStep) {
-      const int64_t k = k0 + r;
-      const double* row = A + k * n;
-      sI[r][tx] = (k < rows && iIn) ? row[i0 + tx] : 0.0;
-      if (!diag) sJ[r][tx] = (k < rows && jIn) ? row[j0 + tx] : 0.0;
-    }
-    __syncthreads();
-    const double(*sj)[kTile] = diag ? sI : sJ;
-#pragma unroll
-    for (int kk = 0; kk < kTile; ++kk) {
-      const double b = sj[kk][tx];
-#pragma unroll
-      for (int q = 0; q < kTile / kTileRowsStep; ++q) acc[q] = fma(sI[kk][ty + q * kTileRowsStep], b, acc[q]);
-    }
-    __syncthreads();
-  }
-
-  // Upper element (i, j) = (i0 + ty + 8q, j0 + tx): a coalesced row segment.
-#pragma unroll
-  for (int q = 0; q < kTile / kTileRowsStep; ++q) {
-    const int li = ty + q * kTileRowsStep;
-    const int64_t i = i0 + li, j = j0 + tx;
-    if (i <= j && j < n) C[i * n + j] = acc[q];
-    sOut[li][tx] = acc[q];
-  }
-  __syncthreads();
-  // Mirror element (j, i) = (j0 + r, i0 + tx), also a coalesced row segment, read transposed.
-#pragma unroll
-  for (int r = ty; r < kTile; r += kTileRowsStep) {
-    const int64_t j = j0 + r, i = i0 + tx;
-    if (i < j && j < n) C[j * n + i] = sOut[tx][r];
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// mirror
-
-// Block (bi <= bj) reads upper block (bi, bj) row-wise and writes lower block (bj, bi) row-wise,
-// transposing through shared memory so both global sides are coalesced.
-__global__ void __launch_bounds__(kTile* kTileRowsStep)
-    ata_mirror_upper_kernel(double* __restrict__ C, int64_t n) {
-  __shared__ double t[kTile][kTile + 1];  // +1: the transposed read is conflict-free
-  int bi, bj;
-  upperTileFromLinear(blockIdx.x, bi, bj);
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t r0 = static_cast<int64_t>(bi) * kTile, c0 = static_cast<int64_t>(bj) * kTile;
-#pragma unroll
-  for (int r = ty; r < kTile; r += kTileRowsStep) {
-    const int64_t row = r0 + r, col = c0 + tx;
-    if (row <= col && col < n) t[r][tx] = C[row * n + col];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int r = ty; r < kTile; r += kTileRowsStep) {
-    const int64_t row = c0 + r, col = r0 + tx;  // lower element (row, col) = upper (col, row)
-    if (col < row && row < n) C[row * n + col] = t[tx][r];
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// fast: FP64 tensor cores
 
 enum class MmaShape { m8n8k4, m16n8k4, m16n8k8, m16n8k16 };
 
@@ -760,58 +638,7 @@ cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cu
   return cudaErrorNotSupported;  // caller falls back to the tiled kernel
 }
 
-// Shapes with nothing to compute. Returns true when the call is fully handled (err set).
-inline bool trivialShape(double* C, int64_t rows, int64_t cols, cudaStream_t stream, cudaError_t& err) {
-  err = cudaSuccess;
-  if (rows < 0 || cols < 0) {
-    err = cudaErrorInvalidValue;
-    return true;
-  }
-  if (cols == 0) return true;
-  if (rows == 0) {
-    err = cudaMemsetAsync(C, 0, static_cast<size_t>(cols) * cols * sizeof(double), stream);
-    return true;
-  }
-  return false;
-}
-
-inline int64_t upperTiles(int64_t n, int tile) {
-  const int64_t T = ceilDiv(n, tile);
-  return T * (T + 1) / 2;
-}
-
 }  // namespace detail
-
-cudaError_t launchBasic(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream) {
-  cudaError_t err;
-  if (detail::trivialShape(C, rows, cols, stream, err)) return err;
-  const dim3 block(32, 8);
-  const int64_t gx = ceilDiv(cols, block.x), gy = std::min<int64_t>(ceilDiv(cols, block.y), 65535);
-  if (gx > INT_MAX) return cudaErrorInvalidValue;
-  detail::ata_basic_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block, 0, stream>>>(
-      A, C, rows, cols);
-  return cudaGetLastError();
-}
-
-cudaError_t launchTiled(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream) {
-  cudaError_t err;
-  if (detail::trivialShape(C, rows, cols, stream, err)) return err;
-  const int64_t tiles = detail::upperTiles(cols, detail::kTile);
-  if (tiles > INT_MAX) return cudaErrorInvalidValue;
-  detail::ata_tiled_sym_kernel<<<static_cast<unsigned>(tiles), dim3(detail::kTile, detail::kTileRowsStep), 0,
-                                 stream>>>(A, C, rows, cols);
-  return cudaGetLastError();
-}
-
-cudaError_t launchMirrorUpper(double* C, int64_t n, cudaStream_t stream) {
-  if (n < 0) return cudaErrorInvalidValue;
-  if (n <= 1) return cudaSuccess;
-  const int64_t tiles = detail::upperTiles(n, detail::kTile);
-  if (tiles > INT_MAX) return cudaErrorInvalidValue;
-  detail::ata_mirror_upper_kernel<<<static_cast<unsigned>(tiles), dim3(detail::kTile, detail::kTileRowsStep),
-                                    0, stream>>>(C, n);
-  return cudaGetLastError();
-}
 
 cudaError_t launchFast(const double* A, double* C, int64_t rows, int64_t cols, cudaStream_t stream) {
   cudaError_t err;
