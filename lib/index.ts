@@ -46,7 +46,7 @@ export { synchronizeAsync, AbortError, type AsyncOptions, type ProgressOptions, 
 export { atA, ataMethods, ataAutoMethod, type AtaMethod, type AtaOptions } from './ops/ata';
 export { gemm, gemmMethods, gemmTiles, gemmAutoMethod, type GemmMethod, type GemmOptions } from './ops/gemm';
 export { scan, reduce, reduceAsync, scanMethods, type ScanMethod, type ScanOptions } from './ops/scan';
-export type { ReduceOp } from './cpu/scan';
+export type { ReduceOp } from './ops/scan-spec';
 export {
   stencil,
   stencilAsync,

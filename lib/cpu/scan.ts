@@ -1,5 +1,6 @@
 import type { HostArray } from '../array';
 import { typeError } from '../errors';
+import type { ReduceOp } from '../ops/scan-spec';
 
 /**
  * Prefix sums of a typed array. Integer arrays give the same type, wrapping around modulo 2^32 as
@@ -32,8 +33,7 @@ export function scan(a: HostArray, inclusive = true): Int32Array | Uint32Array |
   return out;
 }
 
-/** Reduction operators of {@link reduce}. */
-export type ReduceOp = 'sum' | 'min' | 'max';
+export type { ReduceOp };
 
 /**
  * sum, min or max of a typed array as a number, with the GPU's conventions: float sums in float64,

@@ -1,6 +1,6 @@
 import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
 import { type AsyncOptions, resolveAsync, throwIfAborted } from '../async';
-import type { ReduceOp } from '../cpu/scan';
+import { REDUCE_OPS, type ReduceOp } from './scan-spec';
 import { rangeError, typeError } from '../errors';
 import { native } from '../native';
 
@@ -27,8 +27,6 @@ export interface ScanOptions {
   /** Output of the same dtype and length on the same device; may be the input itself (in place). */
   out?: DeviceArray;
 }
-
-const REDUCE_OPS: readonly ReduceOp[] = ['sum', 'min', 'max'];
 
 /**
  * Prefix sums of a device array (int32, uint32, float32 or float64, any length), as a new
