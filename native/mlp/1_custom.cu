@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/errors.h"
+#include "core/failure.h"
 #include "mlp/epilogues.cuh"
 #include "mlp/forward.cuh"
 #include "mlp/gradients.h"

@@ -12,7 +12,7 @@
 #include <mutex>
 
 #include "core/cublas.h"
-#include "core/errors.h"
+#include "core/failure.h"
 #include "core/launch.h"
 #include "mlp/epilogues.cuh"
 #include "mlp/forward.cuh"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "core/errors.h"
+#include "core/failure.h"
 #include "core/launch.h"
 #include "mlp/gradients.h"
 

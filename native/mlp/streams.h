@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/cublas.h"
-#include "core/errors.h"
+#include "core/failure.h"
 #include "mlp/mlp.h"
 
 namespace ck {
