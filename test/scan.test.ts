@@ -53,6 +53,11 @@ describe('cpu.scan and cpu.reduce', () => {
     expect(ck.cpu.reduce(new Float32Array(0), 'max')).toBe(-Infinity);
     expect(ck.cpu.reduce(new Float64Array([2, -7, 5]), 'min')).toBe(-7);
   });
+
+  test('an unknown op is a RangeError naming it, as on the GPU', () => {
+    expect(() => ck.cpu.reduce(new Float32Array(3), 'mean' as never)).toThrow(RangeError);
+    expect(() => ck.cpu.reduce(new Float32Array(3), 'mean' as never)).toThrow(/op must be 'sum', 'min' or 'max', got/);
+  });
 });
 
 describe('scan arguments (no GPU needed)', () => {

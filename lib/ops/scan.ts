@@ -1,6 +1,6 @@
 import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
 import { type AsyncOptions, resolveAsync, throwIfAborted } from '../async';
-import { REDUCE_OPS, type ReduceOp } from './scan-spec';
+import { reduceOpIndex, type ReduceOp } from './scan-spec';
 import { rangeError, typeError } from '../errors';
 import { native } from '../native';
 
@@ -73,8 +73,7 @@ export function scan<D extends Dtype>(arr: DeviceArray<D>, options: ScanOptions 
 /** The op's index for native reduceRun, after checking `arr` and `op`. */
 function reduceOp(arr: DeviceArray, op: ReduceOp): number {
   checkArray('arr', arr);
-  if (!REDUCE_OPS.includes(op)) throw rangeError('op', "'sum', 'min' or 'max'", op);
-  return REDUCE_OPS.indexOf(op);
+  return reduceOpIndex(op);
 }
 
 /**
