@@ -48,6 +48,35 @@ __device__ __forceinline__ void tileOrigin(int tilesM, int tilesN, int64_t& m0, 
   n0 = static_cast<int64_t>(inBand / rowsInBand) * BN;
 }
 
+// Writes a thread's RM×RN blocks of 4×4 results of a register-tiled kernel: block (i, j) starts at
+// row r0 + i·(WM / RM), column c0 + j·(WN / RN). Vec: each 4-column group is one aligned float4,
+// wholly inside C or wholly outside; otherwise element by element.
+template <class Cfg, bool Vec>
+__device__ __forceinline__ void storeCTile(float* __restrict__ C, int64_t m, int64_t n, int64_t r0, int64_t c0,
+                                           const float (&acc)[4 * Cfg::RM][4 * Cfg::RN]) {
+#pragma unroll
+  for (int i = 0; i < Cfg::RM; ++i) {
+#pragma unroll
+    for (int ii = 0; ii < 4; ++ii) {
+      const int64_t gm = r0 + i * (Cfg::WM / Cfg::RM) + ii;
+      if (gm >= m) continue;
+      float* crow = C + gm * n;
+#pragma unroll
+      for (int j = 0; j < Cfg::RN; ++j) {
+        const int64_t gn = c0 + j * (Cfg::WN / Cfg::RN);
+        const float* v = &acc[i * 4 + ii][j * 4];
+        if constexpr (Vec) {
+          if (gn < n) *reinterpret_cast<float4*>(crow + gn) = make_float4(v[0], v[1], v[2], v[3]);
+        } else {
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+            if (gn + jj < n) crow[gn + jj] = v[jj];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace detail
 }  // namespace gemm
 }  // namespace ck

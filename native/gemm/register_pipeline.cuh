@@ -209,27 +209,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
 
   // Recomputed rather than kept live through the main loop, where every register counts.
   tileOrigin<BM, BN>(tilesM, tilesN, m0, n0);
-#pragma unroll
-  for (int i = 0; i < RM; ++i) {
-#pragma unroll
-    for (int ii = 0; ii < 4; ++ii) {
-      const int64_t gm = m0 + aOff + i * (Cfg::WM / RM) + ii;
-      if (gm >= m) continue;
-      float* crow = C + gm * n;
-#pragma unroll
-      for (int j = 0; j < RN; ++j) {
-        const int64_t gn = n0 + bOff + j * (Cfg::WN / RN);
-        const float* v = &acc[i * 4 + ii][j * 4];
-        if constexpr (Vec) {
-          if (gn < n) *reinterpret_cast<float4*>(crow + gn) = make_float4(v[0], v[1], v[2], v[3]);
-        } else {
-#pragma unroll
-          for (int jj = 0; jj < 4; ++jj)
-            if (gn + jj < n) crow[gn + jj] = v[jj];
-        }
-      }
-    }
-  }
+  storeCTile<Cfg, Vec>(C, m, n, m0 + aOff, n0 + bOff, acc);
 }
 
 template <class Cfg>
