@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import fc from 'fast-check';
 
 import * as ck from '../../lib';
-import { dtypeBytes } from '../../lib/array';
+import { dtypeBytes, hostConstructor } from '../../lib/array';
 import { FAMILIES, type Limits, rng, warmUp } from './families';
 
 const args = process.argv.slice(2);
@@ -35,12 +35,9 @@ const LIMITS: Limits = { side: 300, length: 1_000_000 };
 const MiB = 2 ** 20;
 
 const random = rng(SEED);
-const HOST: { [D in ck.Dtype]: new (n: number) => ck.HostArrayOf<D> } = {
-  float32: Float32Array,
-  float64: Float64Array,
-  int32: Int32Array,
-  uint32: Uint32Array,
-};
+/** A new pageable host array of `dtype` (the library's own dtype → typed-array table). */
+const hostArray = (dtype: ck.Dtype, n: number) =>
+  new (hostConstructor(dtype))(new ArrayBuffer(n * dtypeBytes(dtype)), 0, n) as ck.HostArrayOf<ck.Dtype>;
 const bytesOf = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 const sameBytes = (a: ArrayBufferView, b: ArrayBufferView) => Buffer.compare(bytesOf(a), bytesOf(b)) === 0;
 
@@ -63,7 +60,7 @@ async function dataPathRoundTrip(count: (k: string) => void): Promise<string> {
   const n = 1 + Math.floor(random() * (big ? (8 * MiB) / bytes : 4096));
   const offset = Math.floor(random() * 64);
   const usePinned = random() < 0.3;
-  const src = usePinned ? ck.pinned(dtype, n) : new HOST[dtype](n);
+  const src = usePinned ? ck.pinned(dtype, n) : hostArray(dtype, n);
   const pinnedTarget = random() < 0.3 ? ck.pinned(dtype, n) : null;
   const a = ck.empty(dtype, n + offset);
   try {
@@ -79,7 +76,7 @@ async function dataPathRoundTrip(count: (k: string) => void): Promise<string> {
     const part = ck.empty(dtype, n);
     try {
       ck.copyDevice(part, a, { count: n, srcOffset: offset });
-      const target = pinnedTarget ?? new HOST[dtype](n);
+      const target = pinnedTarget ?? hostArray(dtype, n);
       const back = random() < 0.5 ? await part.toHost(target) : part.toHostSync(target);
       count(pinnedTarget ? 'toHost into pinned' : 'toHost into target');
       if (back !== target) return `toHost(${dtype}[${n}]) did not return its target`;
