@@ -52,8 +52,8 @@ __device__ __forceinline__ void tileOrigin(int tilesM, int tilesN, int64_t& m0, 
 // row r0 + i·(WM / RM), column c0 + j·(WN / RN). Vec: each 4-column group is one aligned float4,
 // wholly inside C or wholly outside; otherwise element by element.
 template <class Cfg, bool Vec>
-__device__ __forceinline__ void storeCTile(float* __restrict__ C, int64_t m, int64_t n, int64_t r0, int64_t c0,
-                                           const float (&acc)[4 * Cfg::RM][4 * Cfg::RN]) {
+__device__ __forceinline__ void storeCTile(float* __restrict__ C, int64_t m, int64_t n, int64_t r0,
+                                           int64_t c0, const float (&acc)[4 * Cfg::RM][4 * Cfg::RN]) {
 #pragma unroll
   for (int i = 0; i < Cfg::RM; ++i) {
 #pragma unroll
