@@ -6,7 +6,7 @@
 #include <string>
 
 #include "args.h"
-#include "debug_stream.h"
+#include "debug_kernels.h"
 #include "device.h"
 #include "errors.h"
 #include "pool.h"

@@ -11,16 +11,13 @@
 #include <napi.h>
 
 #include "args.h"
+#include "debug_kernels.h"
 #include "device.h"
 #include "errors.h"
 
 namespace ck {
 
 namespace {
-
-__global__ void debug_fault_store_kernel(int* target) {
-  if (threadIdx.x == 0) *target = 1;
-}
 
 Napi::Value debugFault(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -31,13 +28,10 @@ Napi::Value debugFault(const Napi::CallbackInfo& info) {
   guard(env, [&] {
     cudaStream_t stream = libraryStream(device);
     if (kind == 0) {
-      debug_fault_store_kernel<<<1, 4096, 0, stream>>>(nullptr);
-      CK_CUDA(cudaGetLastError());
-      throw CudaFailure("ckFaultNotRaised", "debug_fault_store_kernel",
-                        "the invalid launch was not rejected");
+      CK_CUDA(launchNullStore(4096, stream));
+      throw CudaFailure("ckFaultNotRaised", "debug_null_store_kernel", "the invalid launch was not rejected");
     }
-    debug_fault_store_kernel<<<1, 32, 0, stream>>>(nullptr);
-    CK_CUDA(cudaGetLastError());
+    CK_CUDA(launchNullStore(32, stream));
     CK_CUDA(cudaStreamSynchronize(stream));
   });
   return env.Undefined();
