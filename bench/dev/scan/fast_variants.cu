@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "scan/lookback.cuh"
+#include "scan/persistent.cuh"
 #include "scan/scan.h"
 
 namespace ck {
@@ -231,12 +232,24 @@ struct FastVariants {
       case 11: return lookbackScan<T, 160, 256, 4, false, true, true, true>(i, o, n, inc, s);
       case 12: return lookbackScan<T, 128, 320, 4, false, true, true, true>(i, o, n, inc, s);
       case 13: return lookbackScan<T, 160, 256, 4, false, true, true, false>(i, o, n, inc, s);
+      // Persistent, several tiles in flight per block (persistent.cuh): tile bytes, stages, scan warps.
+      case 14: return persistentScan<T, 32768, 6, 4>(i, o, n, inc, s);
+      case 15: return persistentScan<T, 32768, 4, 4>(i, o, n, inc, s);
+      case 16: return persistentScan<T, 49152, 4, 4>(i, o, n, inc, s);
+      case 17: return persistentScan<T, 16384, 6, 4>(i, o, n, inc, s);
+      case 18: return persistentScan<T, 32768, 3, 4>(i, o, n, inc, s);
+      case 19: return persistentScan<T, 32768, 2, 4>(i, o, n, inc, s);
+      case 20: return persistentScan<T, 32768, 6, 8>(i, o, n, inc, s);
+      case 21: return persistentScan<T, 32768, 6, 4, kPersistEvictFirst>(i, o, n, inc, s);
+      case 22: return persistentScan<T, 32768, 6, 4, kPersistStaticOrder>(i, o, n, inc, s);
+      case 23: return persistentScan<T, 16384, 12, 4>(i, o, n, inc, s);
+      case 24: return persistentScan<T, 32768, 6, 4, kPersistNoLookback>(i, o, n, inc, s);
     }
     return cudaErrorInvalidValue;
   }
 };
 // "diag" variants give wrong results on purpose (timing bounds only); the harness skips their checks.
-constexpr int kFastVariants = 14;
+constexpr int kFastVariants = 25;
 const char* const kFastVariantNames[] = {"128x256B",
                                          "128x256B stream blockorder",
                                          "S128x256B",
@@ -250,7 +263,18 @@ const char* const kFastVariantNames[] = {"128x256B",
                                          "S128x256B nolookback diag",
                                          "160x256B stream blockorder",
                                          "128x320B stream blockorder",
-                                         "160x256B stream"};
+                                         "160x256B stream",
+                                         "P32Kx6w4",
+                                         "P32Kx4w4",
+                                         "P48Kx4w4",
+                                         "P16Kx6w4",
+                                         "P32Kx3w4",
+                                         "P32Kx2w4",
+                                         "P32Kx6w8",
+                                         "P32Kx6w4 evictfirst",
+                                         "P32Kx6w4 static",
+                                         "P16Kx12w4",
+                                         "P32Kx6w4 nolookback diag"};
 template <class T>
 struct VariantRunner {
   static cudaError_t run(const T* i, T* o, int variant, size_t n, bool inc, cudaStream_t s) {
