@@ -244,12 +244,15 @@ struct FastVariants {
       case 22: return persistentScan<T, 32768, 6, 4, kPersistStaticOrder>(i, o, n, inc, s);
       case 23: return persistentScan<T, 16384, 12, 4>(i, o, n, inc, s);
       case 24: return persistentScan<T, 32768, 6, 4, kPersistNoLookback>(i, o, n, inc, s);
+      case 25: return persistentScan<T, 32768, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
+      case 26: return persistentScan<T, 32768, 7, 8, kPersistEvictFirst>(i, o, n, inc, s);
+      case 27: return persistentScan<T, 16384, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
     }
     return cudaErrorInvalidValue;
   }
 };
 // "diag" variants give wrong results on purpose (timing bounds only); the harness skips their checks.
-constexpr int kFastVariants = 25;
+constexpr int kFastVariants = 28;
 const char* const kFastVariantNames[] = {"128x256B",
                                          "128x256B stream blockorder",
                                          "S128x256B",
@@ -274,7 +277,10 @@ const char* const kFastVariantNames[] = {"128x256B",
                                          "P32Kx6w4 evictfirst",
                                          "P32Kx6w4 static",
                                          "P16Kx12w4",
-                                         "P32Kx6w4 nolookback diag"};
+                                         "P32Kx6w4 nolookback diag",
+                                         "P32Kx6w8 evictfirst",
+                                         "P32Kx7w8 evictfirst",
+                                         "P16Kx6w8 evictfirst"};
 template <class T>
 struct VariantRunner {
   static cudaError_t run(const T* i, T* o, int variant, size_t n, bool inc, cudaStream_t s) {
