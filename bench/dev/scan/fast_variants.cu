@@ -1,6 +1,6 @@
 // The look-back shapes and the shared-memory-staged kernel that the H100/H200 tuning sweeps timed
-// (bench/dev/scan/NOTES.md), for scan_harness.cu only: the addon ships one shape
-// (native/scan/3_decoupled_lookback.cu). Build: see run_gpu.sh.
+// (bench/dev/scan/NOTES.md), for scan_harness.cu only: the addon ships two (native/scan/
+// 3_decoupled_lookback.cu and 4_persistent_lookback.cu). Build: see run_gpu.sh.
 #include <cstdint>
 
 #include "scan/lookback.cuh"
@@ -212,8 +212,9 @@ cudaError_t stagedScan(const T* in, T* out, size_t n, bool inclusive, cudaStream
 }
 
 // Look-back shapes (threads, bytes per thread, min-blocks hint, persistent grid, backoff, streaming
-// loads/stores, tiles in block order) and staged ones. Variant 0 is the shipped shape
-// (native/scan/3_decoupled_lookback.cu), timed beside the others in the same run.
+// loads/stores, tiles in block order), staged ones and persistent ones (persistent.cuh: tile bytes,
+// stages, scan warps, flags). Variant 0 is step 3's shape (`lookback`, 3_decoupled_lookback.cu) and
+// variant 25 the persistent shape `fast` runs from 16 MiB up (4_persistent_lookback.cu).
 template <class T>
 struct FastVariants {
   static cudaError_t run(int variant, const T* i, T* o, size_t n, bool inc, cudaStream_t s) {
