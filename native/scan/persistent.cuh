@@ -147,6 +147,9 @@ constexpr int kPersistNoLookback = 2;  // timing diagnostic only: prefix 0 for e
 // counter's round trip, but a tile then waits on blocks that may not have started, so it is
 // deadlock-free only while every block of the grid is resident at once. Measured, not shipped.
 constexpr int kPersistStaticOrder = 4;
+// Self-test of the checks only (bench/dev/scan, -DCK_SCAN_SELFTEST): the look-back warp announces the
+// prefix before writing it, 1 µs late, so that racecheck and the harness's checks must both fail.
+constexpr int kPersistBrokenPrefix = 8;
 
 template <class T, int TILE_BYTES, int STAGES, int SCAN_WARPS>
 struct PersistShape {
@@ -314,8 +317,14 @@ __global__ void __launch_bounds__(PersistShape<T, TILE_BYTES, STAGES, SCAN_WARPS
         if (lane == 0) status.publish(tile, kFlagInclusive, exclusive + c.aggregate[s]);
       }
       if (lane == 0) {
-        c.prefix[s] = exclusive;
-        mbarArrive(&c.prefixed[s]);
+        if (FLAGS & kPersistBrokenPrefix) {
+          mbarArrive(&c.prefixed[s]);
+          __nanosleep(1000);
+          c.prefix[s] = exclusive;
+        } else {
+          c.prefix[s] = exclusive;
+          mbarArrive(&c.prefixed[s]);
+        }
       }
     }
   } else {

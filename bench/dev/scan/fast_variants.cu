@@ -248,12 +248,19 @@ struct FastVariants {
       case 25: return persistentScan<T, 32768, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
       case 26: return persistentScan<T, 32768, 7, 8, kPersistEvictFirst>(i, o, n, inc, s);
       case 27: return persistentScan<T, 16384, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
+#ifdef CK_SCAN_SELFTEST
+      case 28: return persistentScan<T, 32768, 6, 8, kPersistEvictFirst | kPersistBrokenPrefix>(i, o, n, inc, s);
+#endif
     }
     return cudaErrorInvalidValue;
   }
 };
 // "diag" variants give wrong results on purpose (timing bounds only); the harness skips their checks.
+#ifdef CK_SCAN_SELFTEST
+constexpr int kFastVariants = 29;  // + a deliberately racy shape the checks and racecheck must catch
+#else
 constexpr int kFastVariants = 28;
+#endif
 const char* const kFastVariantNames[] = {"128x256B",
                                          "128x256B stream blockorder",
                                          "S128x256B",
@@ -281,7 +288,8 @@ const char* const kFastVariantNames[] = {"128x256B",
                                          "P32Kx6w4 nolookback diag",
                                          "P32Kx6w8 evictfirst",
                                          "P32Kx7w8 evictfirst",
-                                         "P16Kx6w8 evictfirst"};
+                                         "P16Kx6w8 evictfirst",
+                                         "SELFTEST racy prefix"};
 template <class T>
 struct VariantRunner {
   static cudaError_t run(const T* i, T* o, int variant, size_t n, bool inc, cudaStream_t s) {
