@@ -409,12 +409,14 @@ cudaError_t persistentScan(const T* in, T* out, size_t n, bool inclusive, cudaSt
 
   auto kernel = scan_persistent_kernel<T, TILE_BYTES, STAGES, SCAN_WARPS, FLAGS>;
   constexpr size_t smem = persistSmemBytes<T, TILE_BYTES, STAGES, SCAN_WARPS>();
-  int device = 0, major = 0, sms = 0, perSm = 0;
+  int device = 0, major = 0, sms = 0, perSm = 0, smemOptin = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&smemOptin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err != cudaSuccess) return err;
-  if (major < 9) return cudaErrorNotSupported;
+  if (major < 9 || static_cast<size_t>(smemOptin) < smem) return cudaErrorNotSupported;
   err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err == cudaSuccess)
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, S::kThreads, smem);
