@@ -147,7 +147,7 @@ describeGpu('scan', () => {
     expect(() => ck.scan(a, { out: f as never })).toThrow(/options.out must be a DeviceArray of int32/);
     expect(() => ck.scan(a, { out: short })).toThrow(/options.out must be 8 elements long/);
     expect(() => ck.scan(a, { method: 'hillis' as never })).toThrow(
-      /options.method must be one of auto, warp, blocks, cub, fast/,
+      /options.method must be one of auto, warp, blocks, cub, lookback, fast/,
     );
     expect(() => ck.scan(a, { inclusive: 1 as never })).toThrow(/options.inclusive must be a boolean/);
     expect(() => ck.reduce(a, 'mean' as never)).toThrow(/op must be 'sum', 'min' or 'max'/);

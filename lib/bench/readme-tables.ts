@@ -92,6 +92,7 @@ export const README_TABLES: Record<string, ReadmeTable> = {
       { header: 'warp', method: 'warp-{dtype}', rateOnly: true },
       { header: 'blocks', method: 'blocks-{dtype}', rateOnly: true },
       { header: 'cub', method: 'cub-{dtype}', rateOnly: true },
+      { header: 'lookback', method: 'lookback-{dtype}', rateOnly: true },
       { header: 'fast', method: 'fast-{dtype}', rateOnly: true, bold: true },
       { header: 'fast vs cub', num: 'fast-{dtype}', den: 'cub-{dtype}' },
       { header: 'fast vs copy', num: 'fast-{dtype}', den: 'copy' },

@@ -12,9 +12,12 @@ import { native } from '../native';
  * - `blocks`: the classic three kernels — reduce each block, scan the block sums, scan each block
  *   with its offset.
  * - `cub`: cub::DeviceScan from the toolkit's CCCL headers.
- * - `fast`: single pass with decoupled look-back.
+ * - `lookback`: single pass with decoupled look-back, one tile per block.
+ * - `fast`: the same look-back from persistent blocks that keep several tiles in flight (bulk
+ *   copies into shared memory), so loads go on while a tile waits for its prefix; sm_90 and newer,
+ *   from 16 MiB up, `lookback` otherwise.
  */
-export const scanMethods = ['warp', 'blocks', 'cub', 'fast'] as const;
+export const scanMethods = ['warp', 'blocks', 'cub', 'lookback', 'fast'] as const;
 
 /** A variant name, or `auto` (`fast`). */
 export type ScanMethod = (typeof scanMethods)[number] | 'auto';

@@ -6,10 +6,8 @@ namespace ck {
 namespace scan {
 
 const Method kMethods[] = {
-    {"warp", launchWarp},
-    {"blocks", launchBlocks},
-    {"cub", launchCub},
-    {"fast", launchFast},
+    {"warp", launchWarp},         {"blocks", launchBlocks}, {"cub", launchCub},
+    {"lookback", launchLookback}, {"fast", launchFast},
 };
 const int kMethodCount = sizeof(kMethods) / sizeof(kMethods[0]);
 

@@ -1,7 +1,8 @@
 // Prefix scan (inclusive / exclusive sum) and reduction (sum / min / max) over typed device buffers.
 // Files, in study order: 1_warp.cu (the report's one-block scan), 2_reduce_then_scan.cu (three
-// kernels), 3_decoupled_lookback.cu (ours, single pass; the look-back in lookback.cuh), cub.cu (the
-// library); tile.cuh holds what the tile scans share, reduce.cu the reductions.
+// kernels), 3_decoupled_lookback.cu (ours, single pass; the look-back in lookback.cuh),
+// 4_persistent_lookback.cu (ours, the same with several tiles in flight per block; persistent.cuh),
+// cub.cu (the library); tile.cuh holds what the tile scans share, reduce.cu the reductions.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,6 +41,12 @@ cudaError_t launchCub(const void* in, void* out, Dtype dtype, size_t n, bool inc
 // Single pass, decoupled look-back: each block takes the next tile (8192 4-byte items or 4096
 // doubles) from an atomic counter, scans it in registers, and one warp finds its prefix from the
 // published states of the tiles before it. Reads and writes every element once.
+cudaError_t launchLookback(const void* in, void* out, Dtype dtype, size_t n, bool inclusive,
+                           cudaStream_t stream);
+
+// The same look-back from a grid of resident blocks that each keep six 32 KB tiles in flight (bulk
+// copies into shared memory, one warp per job), so that loads continue while a tile waits for its
+// prefix. sm_90 and newer, from 16 MiB up; otherwise launchLookback.
 cudaError_t launchFast(const void* in, void* out, Dtype dtype, size_t n, bool inclusive, cudaStream_t stream);
 
 enum class ReduceOp : int { Sum = 0, Min = 1, Max = 2 };

@@ -1,9 +1,10 @@
 // The look-back shapes and the shared-memory-staged kernel that the H100/H200 tuning sweeps timed
-// (bench/dev/scan/NOTES.md), for scan_harness.cu only: the addon ships one shape
-// (native/scan/3_decoupled_lookback.cu). Build: see run_gpu.sh.
+// (bench/dev/scan/NOTES.md), for scan_harness.cu only: the addon ships two (native/scan/
+// 3_decoupled_lookback.cu and 4_persistent_lookback.cu). Build: see run_gpu.sh.
 #include <cstdint>
 
 #include "scan/lookback.cuh"
+#include "scan/persistent.cuh"
 #include "scan/scan.h"
 
 namespace ck {
@@ -211,8 +212,9 @@ cudaError_t stagedScan(const T* in, T* out, size_t n, bool inclusive, cudaStream
 }
 
 // Look-back shapes (threads, bytes per thread, min-blocks hint, persistent grid, backoff, streaming
-// loads/stores, tiles in block order) and staged ones. Variant 0 is the shipped shape
-// (native/scan/3_decoupled_lookback.cu), timed beside the others in the same run.
+// loads/stores, tiles in block order), staged ones and persistent ones (persistent.cuh: tile bytes,
+// stages, scan warps, flags). Variant 0 is step 3's shape (`lookback`, 3_decoupled_lookback.cu) and
+// variant 25 the persistent shape `fast` runs from 16 MiB up (4_persistent_lookback.cu).
 template <class T>
 struct FastVariants {
   static cudaError_t run(int variant, const T* i, T* o, size_t n, bool inc, cudaStream_t s) {
@@ -231,12 +233,34 @@ struct FastVariants {
       case 11: return lookbackScan<T, 160, 256, 4, false, true, true, true>(i, o, n, inc, s);
       case 12: return lookbackScan<T, 128, 320, 4, false, true, true, true>(i, o, n, inc, s);
       case 13: return lookbackScan<T, 160, 256, 4, false, true, true, false>(i, o, n, inc, s);
+      // Persistent, several tiles in flight per block (persistent.cuh): tile bytes, stages, scan warps.
+      case 14: return persistentScan<T, 32768, 6, 4>(i, o, n, inc, s);
+      case 15: return persistentScan<T, 32768, 4, 4>(i, o, n, inc, s);
+      case 16: return persistentScan<T, 49152, 4, 4>(i, o, n, inc, s);
+      case 17: return persistentScan<T, 16384, 6, 4>(i, o, n, inc, s);
+      case 18: return persistentScan<T, 32768, 3, 4>(i, o, n, inc, s);
+      case 19: return persistentScan<T, 32768, 2, 4>(i, o, n, inc, s);
+      case 20: return persistentScan<T, 32768, 6, 8>(i, o, n, inc, s);
+      case 21: return persistentScan<T, 32768, 6, 4, kPersistEvictFirst>(i, o, n, inc, s);
+      case 22: return persistentScan<T, 32768, 6, 4, kPersistStaticOrder>(i, o, n, inc, s);
+      case 23: return persistentScan<T, 16384, 12, 4>(i, o, n, inc, s);
+      case 24: return persistentScan<T, 32768, 6, 4, kPersistNoLookback>(i, o, n, inc, s);
+      case 25: return persistentScan<T, 32768, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
+      case 26: return persistentScan<T, 32768, 7, 8, kPersistEvictFirst>(i, o, n, inc, s);
+      case 27: return persistentScan<T, 16384, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
+#ifdef CK_SCAN_SELFTEST
+      case 28: return persistentScan<T, 32768, 6, 8, kPersistEvictFirst | kPersistBrokenPrefix>(i, o, n, inc, s);
+#endif
     }
     return cudaErrorInvalidValue;
   }
 };
 // "diag" variants give wrong results on purpose (timing bounds only); the harness skips their checks.
-constexpr int kFastVariants = 14;
+#ifdef CK_SCAN_SELFTEST
+constexpr int kFastVariants = 29;  // + a deliberately racy shape the checks and racecheck must catch
+#else
+constexpr int kFastVariants = 28;
+#endif
 const char* const kFastVariantNames[] = {"128x256B",
                                          "128x256B stream blockorder",
                                          "S128x256B",
@@ -250,7 +274,22 @@ const char* const kFastVariantNames[] = {"128x256B",
                                          "S128x256B nolookback diag",
                                          "160x256B stream blockorder",
                                          "128x320B stream blockorder",
-                                         "160x256B stream"};
+                                         "160x256B stream",
+                                         "P32Kx6w4",
+                                         "P32Kx4w4",
+                                         "P48Kx4w4",
+                                         "P16Kx6w4",
+                                         "P32Kx3w4",
+                                         "P32Kx2w4",
+                                         "P32Kx6w8",
+                                         "P32Kx6w4 evictfirst",
+                                         "P32Kx6w4 static",
+                                         "P16Kx12w4",
+                                         "P32Kx6w4 nolookback diag",
+                                         "P32Kx6w8 evictfirst",
+                                         "P32Kx7w8 evictfirst",
+                                         "P16Kx6w8 evictfirst",
+                                         "SELFTEST racy prefix"};
 template <class T>
 struct VariantRunner {
   static cudaError_t run(const T* i, T* o, int variant, size_t n, bool inc, cudaStream_t s) {
