@@ -528,6 +528,7 @@ enum class TailPolicy {
   off,        // uniform split-K only (the kernel until issue 19's second round)
   wholeOnly,  // a tail split only where uniform split-K keeps whole tiles
   best,       // whichever of the two the model prefers
+  oneRound,   // as best, but the pieces must fit in one round (only the partial wave is split)
 };
 
 struct FastPlan {
@@ -582,7 +583,8 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
   if (rest == 0 || full < 1) return;
   const double whole = static_cast<double>(full + 1) * (kTiles * tileSeconds + kModelTileFixed);
   double bestTail = whole, bestFixed = 0;
-  for (int64_t j = 0; j < std::min<int64_t>(full, 3); ++j) {
+  const int64_t jMax = policy == TailPolicy::oneRound ? 1 : std::min<int64_t>(full, 3);
+  for (int64_t j = 0; j < jMax; ++j) {
     const int64_t w = rest + j * slots;
     for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplits, kTiles / kMinTailKTiles); ++s) {
       const int64_t kPer = ceilDiv(kTiles, s);
@@ -590,6 +592,7 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
       const double ws = static_cast<double>(w) * sEff * tileBytes;
       if (ws > static_cast<double>(kMaxWorkspaceBytes)) break;
       const int64_t rounds = ceilDiv(w * sEff, slots);
+      if (policy == TailPolicy::oneRound && rounds > 1) break;
       const double fixed = static_cast<double>(full - j + rounds) * kModelTileFixed;
       const double c = static_cast<double>(full - j) * kTiles * tileSeconds +
                        static_cast<double>(rounds) * kPer * tileSeconds + fixed +

@@ -380,6 +380,23 @@ LaunchFn forcedTail(int pieces) {
   };
 }
 
+// The model's tail (the partial wave's tiles, as 128-tiles on this device) in `pieces` pieces each.
+LaunchFn forcedTailRest(int pieces) {
+  return [=](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    using Cfg = d::FastLarge90;
+    d::FastPlan plan;
+    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan);
+    if (err != cudaSuccess) return err;
+    int dev = 0, sms = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t tiles = d::upperTiles(c, Cfg::BM), slots = int64_t(sms) * plan.perSm;
+    plan.tailTiles = static_cast<int>(tiles > slots && tiles % slots ? tiles % slots : 0);
+    plan.tailSplits = pieces;
+    return d::launchPlanned<Cfg>(A, C, r, c, s, plan);
+  };
+}
+
 // Timing probe, not a result: only the whole waves of 128-tiles (tiles rounded down to a multiple
 // of the SM count), no tail. Its time next to the full launch's is what the last partial wave costs;
 // Tail: the same blocks run by the kernel instantiation that tail-split launches use.
@@ -441,6 +458,10 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v.large.tail3", forcedTail<d::FastLarge90>(3), 0, true});
     m.push_back({"v.small.tail3", forcedTail<d::FastSmall90>(3), 0, true});
     m.push_back({"v.large.tail40", forcedTail<d::FastLarge90>(40), 0, true});
+    m.push_back({"fast.oneround", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::oneRound);
+                 }, 0, true});
+    for (int p : {2, 3, 4}) m.push_back({"v.large.rest" + std::to_string(p), forcedTailRest(p), 0, true});
     Method probe{"probe.wholewaves", wholeWavesOnly<false>(), 0, true};
     probe.check = false;
     m.push_back(probe);
@@ -455,6 +476,17 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     Method keep{"fast.keeppool", ck::ata::launchFast, 0, true};
     keep.keepPool = true;
     m.push_back(keep);
+    // The same with the pool kept for the variants that allocate a workspace (as the addon's pool
+    // does): a trimmed pool costs ~0.1 ms per 14 MB workspace (NOTES.md §9).
+    const size_t n = m.size();
+    for (size_t i = 0; i < n; ++i)
+      if (m[i].variant && !m[i].keepPool && m[i].check &&
+          (m[i].name == "v6.fast" || m[i].name == "fast.oneround" || m[i].name.rfind("v.large.rest", 0) == 0)) {
+        Method k = m[i];
+        k.name += ".keeppool";
+        k.keepPool = true;
+        m.push_back(k);
+      }
   }
   return m;
 }

@@ -4,7 +4,8 @@
 # protocol), then the harness: every method and variant for correctness, the interleaved timing of
 # fast (tail split), v6.fast (the kernel before, no tail split), DSYRK+mirror, DGEMM and the
 # whole-wave probes, fast/DSYRK strictly alternating, and memcheck over the tiny shapes.
-# STEPS (default "bench correct time alt memcheck") picks steps; racecheck, jest are extra steps.
+# STEPS (default "bench correct time alt memcheck") picks steps; jest, sweep, pkgab, racecheck are
+# extra steps (the H100 call: STEPS="bench jest racecheck time sweep pkgab").
 set -o pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/ata-out}
@@ -26,8 +27,9 @@ if has bench; then
   done
 fi
 if has jest; then
-  CK_JEST_ARGS="test/ata.test.ts test/property.test.ts -t ata" bash scripts/gpu-run.sh "$F/jest" test > /dev/null 2>&1
+  CK_JEST_ARGS="test/ata.test.ts test/property.test.ts -t ata" timeout ${JEST_T:-150} bash scripts/gpu-run.sh "$F/jest" test > /dev/null 2>&1
   say "jest: $(tail -1 "$F/jest/summary.txt")"
+  [ -f "$F/jest/test.log" ] && tail -8 "$F/jest/test.log" | tee -a "$S"
 fi
 nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Xptxas -v -Inative -Inative/ata bench/dev/ata/ata_harness.cu \
   -lcublas -o /tmp/ata_h 2> "$F/ptxas.txt" || { grep -E "error" "$F/ptxas.txt" | head -30; exit 1; }
@@ -37,11 +39,25 @@ if has correct; then
   say "harness correctness (--variants, every shape): rc=$? $(grep -c ' PASS$' "$F/correct.log") PASS lines, $(tail -1 "$F/correct.log")"
   grep -E "^kernel|^plan" "$F/correct.log" | tee -a "$S" > /dev/null
 fi
-M=fast,v6.fast,cublasDsyrk+mirror,cublasDgemm,probe.wholewaves,probe.wholewaves.tailkernel
+M=${TIME_M:-fast,v6.fast,cublasDsyrk+mirror,cublasDgemm,probe.wholewaves,probe.wholewaves.tailkernel}
 if has time; then
   say "harness timing, 150 ms gaps, rotated: $(state)"
-  /tmp/ata_h --no-big-check --methods $M --shapes ${CK_TIME_SHAPES:-4000,6000,8000,10000,16000,200000x2000} > "$F/timing.log" 2>&1
+  timeout ${TIME_T:-200} /tmp/ata_h --no-big-check --methods $M --shapes ${CK_TIME_SHAPES:-4000,6000,8000,10000,16000,200000x2000} > "$F/timing.log" 2>&1
   say "  rc=$? $(tail -1 "$F/timing.log")"
+fi
+# The tail's piece count at 8000² (the partial wave's 36 tiles in 2, 3, 4 pieces), pool kept.
+if has sweep; then
+  say "harness tail-piece sweep: $(state)"
+  /tmp/ata_h --no-big-check --methods v6.fast,v.large.rest2.keeppool,v.large.rest3.keeppool,v.large.rest4.keeppool,probe.wholewaves --shapes 8000 > "$F/sweep.log" 2>&1
+  say "  rc=$? $(tail -1 "$F/sweep.log")"
+fi
+# The package benchmark's order (DGEMM, DSYRK, tiled, fast) back to back, fast and v6.fast each
+# right after tiled, pool kept: an A/B in the must's protocol.
+if has pkgab; then
+  say "harness package-order A/B: $(state)"
+  /tmp/ata_h --no-big-check --gap-ms 0 --fixed-order --reps 10 --shapes ${PKGAB_SHAPES:-6000,8000} \
+    --methods cublasDgemm,cublasDsyrk+mirror,tiled,fast.keeppool,tiled,v6.fast.keeppool > "$F/pkgab.log" 2>&1
+  say "  rc=$? $(tail -1 "$F/pkgab.log")"
 fi
 if has alt; then
   say "harness alternating fast/v6.fast/DSYRK back to back: $(state)"
@@ -66,5 +82,5 @@ done
 cp "$S" "$OUT/summary.txt"
 tar -cJf "$OUT/rest.tar.xz" -C "$F" --exclude='bench?/results' . 2>/dev/null
 [ -f "$F/timing.log" ] && sed -n '/== table/,/^$/p' "$F/timing.log" | cut -c1-130
-[ -f "$F/alt.log" ] && sed -n '/== table/,/^$/p' "$F/alt.log" | cut -c1-130
+for l in alt sweep pkgab; do [ -f "$F/$l.log" ] && sed -n '/== table/,/^$/p' "$F/$l.log" | cut -c1-130; done
 true
