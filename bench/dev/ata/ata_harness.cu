@@ -7,6 +7,7 @@
 //   /tmp/h --small    small correctness shapes only (for compute-sanitizer)
 //   /tmp/h --variants also run the fast-kernel variants (earlier versions, forced configs, sm_80 path)
 //   /tmp/h --keeppool also time launchFast with the memory pool keeping freed memory
+//   /tmp/h --keeppool-all  every method with the pool keeping freed memory (the addon's pool does)
 //   /tmp/h --tiny     the small shapes that racecheck gets through quickly
 //   /tmp/h --profile  one launch per method at 8000² and 1000000×64, nothing else (for ncu)
 //   /tmp/h --gap-ms N idle time before each timed run (default 150; 0 = back to back)
@@ -618,6 +619,9 @@ void correctness(const std::vector<std::pair<int64_t, int64_t>>& shapes, const s
 
 int gReps = 7;
 bool gRotate = true;
+// --keeppool-all: the default pool keeps freed memory for every method, as the addon's own pool does,
+// so a workspace is mapped once (in the warm-up) instead of after every other method's trim.
+bool gKeepAll = false;
 
 void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::vector<Method>& ms) {
   std::printf("== timing (2 warm-up rounds, median of %d; methods interleaved round-robin, %s;\n"
@@ -651,7 +655,7 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
         const size_t mi = gRotate ? (step + it) % run.size() : step;
         if (failed[mi]) continue;
         const Method& m = *run[mi];
-        setPoolKeep(m.keepPool);
+        setPoolKeep(gKeepAll || m.keepPool);
         poison(p);
         CHECK_CUDA(cudaStreamSynchronize(gStream));
         if (gGapMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gGapMs));
@@ -822,6 +826,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--variants")) variants = true;
     else if (!std::strcmp(argv[i], "--profile")) profileOnly = true;
     else if (!std::strcmp(argv[i], "--keeppool")) keepPool = true;
+    else if (!std::strcmp(argv[i], "--keeppool-all")) gKeepAll = true;
     else if (!std::strcmp(argv[i], "--gap-ms") && i + 1 < argc) gGapMs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-timing")) doTiming = false;
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) gReps = std::max(1, std::atoi(argv[++i]));

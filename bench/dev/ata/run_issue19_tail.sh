@@ -42,7 +42,7 @@ fi
 M=${TIME_M:-fast,v6.fast,cublasDsyrk+mirror,cublasDgemm,probe.wholewaves,probe.wholewaves.tailkernel}
 if has time; then
   say "harness timing, 150 ms gaps, rotated: $(state)"
-  timeout ${TIME_T:-200} /tmp/ata_h --no-big-check --methods $M --shapes ${CK_TIME_SHAPES:-4000,6000,8000,10000,16000,200000x2000} > "$F/timing.log" 2>&1
+  timeout ${TIME_T:-200} /tmp/ata_h ${HARNESS_FLAGS:-} --no-big-check --methods $M --shapes ${CK_TIME_SHAPES:-4000,6000,8000,10000,16000,200000x2000} > "$F/timing.log" 2>&1
   say "  rc=$? $(tail -1 "$F/timing.log")"
 fi
 # The tail's piece count at 8000² (the partial wave's 36 tiles in 2, 3, 4 pieces), pool kept.
@@ -55,8 +55,8 @@ fi
 # right after tiled, pool kept: an A/B in the must's protocol.
 if has pkgab; then
   say "harness package-order A/B: $(state)"
-  /tmp/ata_h --no-big-check --gap-ms 0 --fixed-order --reps 10 --shapes ${PKGAB_SHAPES:-6000,8000} \
-    --methods cublasDgemm,cublasDsyrk+mirror,tiled,fast.keeppool,tiled,v6.fast.keeppool > "$F/pkgab.log" 2>&1
+  /tmp/ata_h ${HARNESS_FLAGS:-} --no-big-check --gap-ms 0 --fixed-order --reps 10 --shapes ${PKGAB_SHAPES:-6000,8000} \
+    --methods ${PKGAB_M:-cublasDgemm,cublasDsyrk+mirror,tiled,fast.keeppool,tiled,v6.fast.keeppool} > "$F/pkgab.log" 2>&1
   say "  rc=$? $(tail -1 "$F/pkgab.log")"
 fi
 if has alt; then
