@@ -1,9 +1,11 @@
 // Step 3, ours: FP64 tensor cores (mma.sync f64, m16n8k4 on sm_90, m8n8k4 on sm_80) on 128×128
 // upper-triangle tiles, 16 warps of 32×32, a 3-stage cp.async pipeline with fragments double-buffered
 // in registers, the next stage's copies issued between the MMA rows, a banded tile order for L2 reuse,
-// and split-K with a deterministic reduce when the output tiles cannot fill the device.
-// H100 (bench/results, 8000²): 9.43 ms (54 TFLOP/s of useful n³ flops, 81% of the FP64 tensor peak),
-// 6.2× step 2, 1.10× cuBLAS DSYRK (+ mirror); bench/dev/ata/NOTES.md has each version between.
+// and split-K with a deterministic reduce: every tile split when the tiles cannot fill the device, or
+// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split).
+// H100 (package bench, bench/results/logs/h100-412eb79-ata-tail-*, 8000²): 9.10 ms (56 TFLOP/s of
+// useful n³ flops, 84% of the FP64 tensor peak), 6.4× step 2, 1.19× cuBLAS DSYRK (+ mirror);
+// bench/dev/ata/NOTES.md has each version between.
 // Bench method: fast
 #include <algorithm>
 #include <climits>
@@ -523,7 +525,8 @@ constexpr int64_t kMinTailKTiles = 32;
 // Which K splits the planner may use. Uniform split-K splits every tile the same number of ways
 // (for shapes with fewer tiles than SMs); a tail split keeps whole tiles for the full waves and
 // splits only the last tiles, so that the partial last wave becomes one short round of pieces
-// (8000² on 132 SMs: 2016 tiles = 15 waves + 36, split 3 ways: 15.33 waves of work instead of 16).
+// (8000² on 132 SMs: 2016 tiles = 15 waves + 36, split 3 ways: 15.33 waves of work instead of 16;
+// measured −3.3% on the H200 and −3.1% on the H100, 6000² −2.2%, 200000×2000 −4%: NOTES.md §9).
 enum class TailPolicy {
   off,        // uniform split-K only (the kernel until issue 19's second round)
   wholeOnly,  // a tail split only where uniform split-K keeps whole tiles
