@@ -1,9 +1,11 @@
 // Step 3, ours: FP64 tensor cores (mma.sync f64, m16n8k4 on sm_90, m8n8k4 on sm_80) on 128×128
 // upper-triangle tiles, 16 warps of 32×32, a 3-stage cp.async pipeline with fragments double-buffered
 // in registers, the next stage's copies issued between the MMA rows, a banded tile order for L2 reuse,
-// and split-K with a deterministic reduce when the output tiles cannot fill the device.
-// H100 (bench/results, 8000²): 9.43 ms (54 TFLOP/s of useful n³ flops, 81% of the FP64 tensor peak),
-// 6.2× step 2, 1.10× cuBLAS DSYRK (+ mirror); bench/dev/ata/NOTES.md has each version between.
+// and split-K with a deterministic reduce: every tile split when the tiles cannot fill the device, or
+// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split).
+// H100 (package bench, bench/results/logs/h100-412eb79-ata-tail-*, 8000²): 9.10 ms (56 TFLOP/s of
+// useful n³ flops, 84% of the FP64 tensor peak), 6.4× step 2, 1.19× cuBLAS DSYRK (+ mirror);
+// bench/dev/ata/NOTES.md has each version between.
 // Bench method: fast
 #include <algorithm>
 #include <climits>
@@ -172,13 +174,47 @@ __device__ __forceinline__ void bandedTileCoords(int64_t t, int T, int bandRows,
   }
 }
 
-// One block per (upper tile, K split). partial == nullptr: the block owns the whole K range and
-// writes its tile and the mirror into C. Otherwise it writes its BM×BM partial sum to
-// partial[split][tile] and ata_splitk_reduce_kernel finishes.
-template <class Cfg, bool Vec16>
+// Where a block's partial sums go; tiles that own their whole K range write C directly.
+struct SplitPlan {
+  int64_t kTilesPerSplit;  // uniform split-K (blockIdx.y = split): k-tiles per split
+  // Tail split (grid.y == 1): blocks from tailStart on are K-pieces of the last tailTiles tiles,
+  // split-major (piece s of tail tile i is block tailStart + s · tailTiles + i), tailKPer k-tiles
+  // each; every block before tailStart is a whole tile. tailTiles == 0: no tail split.
+  int64_t tailStart, tailKPer;
+  int tailTiles;
+};
+
+// A block's work: tile index, K split, k-tiles per split, and its slot in the partial-sum workspace
+// (-1: the tile is whole and goes straight to C), from the block index (bx, by).
+struct BlockWork {
+  int64_t tile, kPer, slot;
+  int split;
+};
+template <bool Tail>
+__device__ __forceinline__ BlockWork blockWork(const SplitPlan& sp, bool splitK, unsigned bx, unsigned by) {
+  BlockWork w{bx, sp.kTilesPerSplit, -1, static_cast<int>(by)};
+  if constexpr (Tail) {
+    if (w.tile >= sp.tailStart) {
+      const int64_t u = w.tile - sp.tailStart;
+      w.split = static_cast<int>(u / sp.tailTiles);
+      w.slot = u;  // = split · tailTiles + (tile − tailStart)
+      w.tile = sp.tailStart + u % sp.tailTiles;
+      w.kPer = sp.tailKPer;
+    }
+  } else if (splitK) {
+    w.slot = static_cast<int64_t>(w.split) * gridDim.x + w.tile;
+  }
+  return w;
+}
+
+// One block per (upper tile, K split), see SplitPlan. A whole tile (partial == nullptr, or before
+// the tail) writes itself and its mirror into C; a split writes its BM×BM partial sum to
+// partial[slot] and ata_splitk_reduce_kernel finishes. Tail: the launch has a tail split (its own
+// instantiation, so that the kernel without one keeps its registers and code).
+template <class Cfg, bool Vec16, bool Tail = false>
 __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     ata_mma_sym_kernel(const double* __restrict__ A, double* __restrict__ C, double* __restrict__ partial,
-                       int64_t rows, int64_t n, int T, int bandRows, int64_t kTilesPerSplit) {
+                       int64_t rows, int64_t n, int T, int bandRows, SplitPlan sp) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int BM = Cfg::BM, BK = Cfg::BK, Stages = Cfg::Stages, KS = Cfg::KS, LDS = Cfg::LDS;
   constexpr int Slab = Cfg::Slab, Threads = Cfg::Threads, MT = Cfg::MT, NT = Cfg::NT;
@@ -200,16 +236,15 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   }
   const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
 
-  const int64_t tile = blockIdx.x;
-  const int split = blockIdx.y;
+  const BlockWork work = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y);
   int bi, bj;
-  bandedTileCoords(tile, T, bandRows, bi, bj);
+  bandedTileCoords(work.tile, T, bandRows, bi, bj);
   const bool diag = bi == bj;  // uniform: a diagonal tile loads one slab and uses it twice
   // SkipLower: this warp's block is entirely below the diagonal of a diagonal tile (warp-uniform).
   const bool idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
   const int64_t i0 = static_cast<int64_t>(bi) * BM, j0 = static_cast<int64_t>(bj) * BM;
-  const int64_t kBegin = split * kTilesPerSplit * BK;
-  const int64_t kEnd = min(rows, kBegin + kTilesPerSplit * BK);
+  const int64_t kBegin = work.split * work.kPer * BK;
+  const int64_t kEnd = min(rows, kBegin + work.kPer * BK);
   const int kTiles = static_cast<int>(ceilDiv(kEnd - kBegin, BK));
 
   // Copy plan: a stage is BK rows × BM columns per operand, in Width-byte chunks.
@@ -395,7 +430,8 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   constexpr int Groups = NT * 2 / W;
   // 16-byte stores need 16-byte-aligned addresses: (r * n + c) even for even c, i.e. n even.
   const bool vecStore = !diag && n % 2 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
-  double* P = partial ? partial + (static_cast<int64_t>(split) * gridDim.x + tile) * (BM * BM) : nullptr;
+  const int64_t slot = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y).slot;
+  double* P = slot >= 0 ? partial + slot * (BM * BM) : nullptr;
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -455,10 +491,10 @@ constexpr int kReduceLanes = 32, kReduceGroups = 8;
 
 __global__ void __launch_bounds__(kReduceLanes* kReduceGroups)
     ata_splitk_reduce_kernel(const double* __restrict__ partial, double* __restrict__ C, int64_t n, int T,
-                             int bandRows, int bm, int splits) {
+                             int bandRows, int bm, int splits, int64_t tileBase) {
   __shared__ double part[kReduceGroups][kReduceLanes];
   const int x = threadIdx.x, y = threadIdx.y;
-  const int64_t tile = blockIdx.x, tiles = gridDim.x;
+  const int64_t tile = blockIdx.x, tiles = gridDim.x;  // tileBase + blockIdx.x in the tile order
   const int64_t tileElems = static_cast<int64_t>(bm) * bm;
   const int e = blockIdx.y * kReduceLanes + x;
   double s = 0.0;
@@ -469,7 +505,7 @@ __global__ void __launch_bounds__(kReduceLanes* kReduceGroups)
 #pragma unroll
   for (int k = 1; k < kReduceGroups; ++k) s += part[k][x];
   int bi, bj;
-  bandedTileCoords(tile, T, bandRows, bi, bj);
+  bandedTileCoords(tileBase + tile, T, bandRows, bi, bj);
   const int64_t r = static_cast<int64_t>(bi) * bm + e / bm, c = static_cast<int64_t>(bj) * bm + e % bm;
   storeSym(C, n, r, c, s);
 }
@@ -481,9 +517,27 @@ constexpr double kModelLaunch = 8e-6;         // the extra reduce launch, second
 constexpr double kModelAllocPerByte = 1e-12;  // cudaMallocAsync from a trimmed pool: ~1 us per MB (measured)
 constexpr int64_t kMaxWorkspaceBytes = int64_t(256) << 20;
 constexpr int kMaxSplits = 4096;
+// Tail split only: a block's pipeline fill and epilogue (seconds), and the fewest k-tiles a piece
+// may have (pieces of ~5 k-tiles ran at half the model's rate: NOTES-persistent-tail-experiment.md).
+constexpr double kModelTileFixed = 4e-6;
+constexpr int64_t kMinTailKTiles = 32;
+
+// Which K splits the planner may use. Uniform split-K splits every tile the same number of ways
+// (for shapes with fewer tiles than SMs); a tail split keeps whole tiles for the full waves and
+// splits only the last tiles, so that the partial last wave becomes one short round of pieces
+// (8000² on 132 SMs: 2016 tiles = 15 waves + 36, split 3 ways: 15.33 waves of work instead of 16;
+// measured −3.3% on the H200 and −3.1% on the H100, 6000² −2.2%, 200000×2000 −4%: NOTES.md §9).
+enum class TailPolicy {
+  off,        // uniform split-K only (the kernel until issue 19's second round)
+  wholeOnly,  // a tail split only where uniform split-K keeps whole tiles
+  best,       // whichever of the two the model prefers
+  oneRound,   // as best, but the pieces must fit in one round (only the partial wave is split)
+};
 
 struct FastPlan {
-  int splits = 1;
+  int splits = 1;     // uniform split-K
+  int tailTiles = 0;  // > 0: the last tailTiles tiles run as tailSplits pieces each (splits == 1)
+  int tailSplits = 1;
   double seconds = 0;  // model estimate
   int perSm = 0;
   bool vec16 = false;
@@ -492,7 +546,7 @@ struct FastPlan {
 // Picks the number of K splits: waves × (k-tiles per split) of tile time, plus workspace allocation
 // and the reduce pass. Splitting must win by 3%: the model is rough and splitting costs memory.
 inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slots, int bm, int bk,
-                         double rate) {
+                         double rate, TailPolicy policy) {
   const double tileSeconds = 2.0 * bm * bm * bk / (rate / slots);  // one k-tile of one block
   const double tileBytes = 8.0 * bm * bm;
   auto cost = [&](int64_t s) {
@@ -521,6 +575,51 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
   }
   plan.splits = best < 0.97 * one ? bestS : 1;
   plan.seconds = best < 0.97 * one ? best : one;
+  plan.tailTiles = 0;
+  plan.tailSplits = 1;
+  if (policy == TailPolicy::off || (policy == TailPolicy::wholeOnly && plan.splits > 1)) return;
+
+  // Tail split: the last W = R + j·slots tiles (R = the partial wave, j more full waves) run as S
+  // pieces each, after the whole tiles of the other full waves (at least one). Per block a fixed
+  // fill + epilogue cost on top of the k-tiles, so short pieces do not look free.
+  const int64_t full = tiles / slots, rest = tiles % slots;
+  if (rest == 0 || full < 1) return;
+  const double whole = static_cast<double>(full + 1) * (kTiles * tileSeconds + kModelTileFixed);
+  double bestTail = whole, bestFixed = 0;
+  const int64_t jMax = policy == TailPolicy::oneRound ? 1 : std::min<int64_t>(full, 3);
+  for (int64_t j = 0; j < jMax; ++j) {
+    const int64_t w = rest + j * slots;
+    for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplits, kTiles / kMinTailKTiles); ++s) {
+      const int64_t kPer = ceilDiv(kTiles, s);
+      const int64_t sEff = ceilDiv(kTiles, kPer);
+      const double ws = static_cast<double>(w) * sEff * tileBytes;
+      if (ws > static_cast<double>(kMaxWorkspaceBytes)) break;
+      const int64_t rounds = ceilDiv(w * sEff, slots);
+      if (policy == TailPolicy::oneRound && rounds > 1) break;
+      const double fixed = static_cast<double>(full - j + rounds) * kModelTileFixed;
+      const double c = static_cast<double>(full - j) * kTiles * tileSeconds +
+                       static_cast<double>(rounds) * kPer * tileSeconds + fixed +
+                       ws * (kModelAllocPerByte + 2.0 / kModelBandwidth) +
+                       2.0 * w * tileBytes / kModelBandwidth + kModelLaunch;
+      if (c < bestTail) {
+        bestTail = c;
+        bestFixed = fixed;
+        plan.tailTiles = static_cast<int>(w);
+        plan.tailSplits = static_cast<int>(sEff);
+      }
+    }
+  }
+  // Like uniform splitting, the tail split must win by 2% over whole tiles, and beat the uniform
+  // split where the policy lets both compete.
+  const double uniform =
+      plan.seconds + static_cast<double>(ceilDiv(tiles * plan.splits, slots)) * kModelTileFixed;
+  if (plan.tailTiles > 0 && bestTail < 0.98 * whole && bestTail < uniform) {
+    plan.splits = 1;
+    plan.seconds = bestTail - bestFixed;  // comparable with the other plans, which leave fixed costs out
+  } else {
+    plan.tailTiles = 0;
+    plan.tailSplits = 1;
+  }
 }
 
 template <class Cfg, bool Vec16>
@@ -528,6 +627,9 @@ cudaError_t prepareKernel(int& perSm) {
   auto kernel = ata_mma_sym_kernel<Cfg, Vec16>;
   cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::Smem));
+  if (err == cudaSuccess)
+    err = cudaFuncSetAttribute(ata_mma_sym_kernel<Cfg, Vec16, true>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::Smem));
   if (err == cudaSuccess)
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, Cfg::Threads, Cfg::Smem);
   if (err == cudaSuccess && perSm < 1) err = cudaErrorInvalidConfiguration;
@@ -537,8 +639,8 @@ cudaError_t prepareKernel(int& perSm) {
 // Occupancy, splits and the model's time for running C = AᵀA with Cfg; `rate` is the device rate
 // the model assumes for this config's tiles.
 template <class Cfg>
-cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int forcedSplits,
-                     FastPlan& plan) {
+cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int forcedSplits, FastPlan& plan,
+                     TailPolicy policy = TailPolicy::best) {
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -550,8 +652,12 @@ cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int 
   const int64_t T = ceilDiv(n, Cfg::BM);
   const int64_t tiles = T * (T + 1) / 2;
   if (tiles > INT_MAX) return cudaErrorInvalidValue;
-  chooseSplits(plan, tiles, ceilDiv(rows, Cfg::BK), sms * plan.perSm, Cfg::BM, Cfg::BK, rate);
-  if (forcedSplits > 0) plan.splits = forcedSplits;
+  chooseSplits(plan, tiles, ceilDiv(rows, Cfg::BK), sms * plan.perSm, Cfg::BM, Cfg::BK, rate, policy);
+  if (forcedSplits > 0) {
+    plan.splits = forcedSplits;
+    plan.tailTiles = 0;
+    plan.tailSplits = 1;
+  }
   return cudaSuccess;
 }
 
@@ -567,22 +673,42 @@ cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, c
   const int splits = static_cast<int>(ceilDiv(kTiles, kPer));  // no empty split
   if (splits > 65535) return cudaErrorInvalidValue;
 
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
-  if (splits == 1) {
-    kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, nullptr, rows, n, T, bandRows, kPer);
+  SplitPlan sp{kPer, tiles, 0, 0};
+  // The tiles and pieces that go through the workspace: all of them (uniform), the tail, or none.
+  int64_t splitTiles = splits > 1 ? tiles : 0, tileBase = 0;
+  int pieces = splits;
+  dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
+  if (splits == 1 && plan.tailTiles > 0) {
+    const int64_t w = std::min<int64_t>(plan.tailTiles, tiles);
+    sp.tailKPer = ceilDiv(kTiles, std::min<int64_t>(plan.tailSplits, kTiles));
+    pieces = static_cast<int>(ceilDiv(kTiles, sp.tailKPer));  // no empty piece
+    if (pieces > 1) {
+      sp.tailStart = tiles - w;
+      sp.tailTiles = static_cast<int>(w);
+      splitTiles = w;
+      tileBase = sp.tailStart;
+      const int64_t blocks = sp.tailStart + w * pieces;
+      if (blocks > INT_MAX) return cudaErrorInvalidValue;
+      grid = dim3(static_cast<unsigned>(blocks), 1);
+      kernel = plan.vec16 ? ata_mma_sym_kernel<Cfg, true, true> : ata_mma_sym_kernel<Cfg, false, true>;
+    }
+  }
+  if (splitTiles == 0) {
+    kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, nullptr, rows, n, T, bandRows, sp);
     return cudaGetLastError();
   }
   double* ws = nullptr;
   cudaError_t err =
-      poolMalloc(&ws, static_cast<size_t>(splits) * tiles * Cfg::BM * Cfg::BM * sizeof(double), stream);
+      poolMalloc(&ws, static_cast<size_t>(pieces) * splitTiles * Cfg::BM * Cfg::BM * sizeof(double), stream);
   if (err != cudaSuccess) return err;
-  kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, ws, rows, n, T, bandRows, kPer);
+  kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, ws, rows, n, T, bandRows, sp);
   err = cudaGetLastError();
   if (err == cudaSuccess) {
     static_assert((Cfg::BM * Cfg::BM) % kReduceLanes == 0, "reduce plan");
-    const dim3 rgrid(static_cast<unsigned>(tiles), static_cast<unsigned>(Cfg::BM * Cfg::BM / kReduceLanes));
-    ata_splitk_reduce_kernel<<<rgrid, dim3(kReduceLanes, kReduceGroups), 0, stream>>>(ws, C, n, T, bandRows,
-                                                                                      Cfg::BM, splits);
+    const dim3 rgrid(static_cast<unsigned>(splitTiles),
+                     static_cast<unsigned>(Cfg::BM * Cfg::BM / kReduceLanes));
+    ata_splitk_reduce_kernel<<<rgrid, dim3(kReduceLanes, kReduceGroups), 0, stream>>>(
+        ws, C, n, T, bandRows, Cfg::BM, pieces, tileBase);
     err = cudaGetLastError();
   }
   const cudaError_t freeErr = poolFree(ws, stream);
@@ -591,9 +717,10 @@ cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, c
 
 template <class Cfg>
 cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
-                           int forcedSplits = 0, int bandRows = kBandRows) {
+                           int forcedSplits = 0, int bandRows = kBandRows,
+                           TailPolicy policy = TailPolicy::best) {
   FastPlan plan;
-  const cudaError_t err = planFast<Cfg>(A, rows, n, kModelFlops, forcedSplits, plan);
+  const cudaError_t err = planFast<Cfg>(A, rows, n, kModelFlops, forcedSplits, plan, policy);
   return err != cudaSuccess ? err : launchPlanned<Cfg>(A, C, rows, n, stream, plan, bandRows);
 }
 
@@ -618,7 +745,8 @@ constexpr double kSmallTileRate = 0.8;
 // Plans both tile sizes, runs the one the model expects to be faster. A config whose shared memory
 // exceeds the device's per-block limit is skipped; with neither, the tiled kernel runs.
 template <class Large, class Small>
-cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream) {
+cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
+                         TailPolicy policy = TailPolicy::best) {
   int device = 0, optin = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess)
@@ -627,9 +755,9 @@ cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cu
   const bool largeFits = Large::Smem <= static_cast<size_t>(optin);
   const bool smallFits = Small::Smem <= static_cast<size_t>(optin);
   FastPlan large, small;
-  if (largeFits) err = planFast<Large>(A, rows, n, kModelFlops, 0, large);
+  if (largeFits) err = planFast<Large>(A, rows, n, kModelFlops, 0, large, policy);
   if (err == cudaSuccess && smallFits)
-    err = planFast<Small>(A, rows, n, kModelFlops * kSmallTileRate, 0, small);
+    err = planFast<Small>(A, rows, n, kModelFlops * kSmallTileRate, 0, small, policy);
   if (err != cudaSuccess) return err;
   if (smallFits && (!largeFits || small.seconds < large.seconds)) {
     return launchPlanned<Small>(A, C, rows, n, stream, small);

@@ -7,6 +7,7 @@
 //   /tmp/h --small    small correctness shapes only (for compute-sanitizer)
 //   /tmp/h --variants also run the fast-kernel variants (earlier versions, forced configs, sm_80 path)
 //   /tmp/h --keeppool also time launchFast with the memory pool keeping freed memory
+//   /tmp/h --keeppool-all  every method with the pool keeping freed memory (the addon's pool does)
 //   /tmp/h --tiny     the small shapes that racecheck gets through quickly
 //   /tmp/h --profile  one launch per method at 8000² and 1000000×64, nothing else (for ncu)
 //   /tmp/h --gap-ms N idle time before each timed run (default 150; 0 = back to back)
@@ -330,6 +331,7 @@ struct Method {
   bool variant;
   bool ours = true;  // ours must be bitwise symmetric; cuBLAS DGEMM need not be
   bool keepPool = false;  // time with the default memory pool keeping freed memory (no re-allocation)
+  bool check = true;      // false: a timing probe that computes only part of C (never checked)
 };
 
 namespace d = ck::ata::detail;
@@ -359,9 +361,63 @@ using V4Small = d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true>;
 
 // One config for every shape (splits chosen by the model unless forced).
 template <class Cfg>
-LaunchFn forced(int splits = 0) {
+LaunchFn forced(int splits = 0, d::TailPolicy policy = d::TailPolicy::best) {
   return [=](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-    return d::launchFastWith<Cfg>(A, C, r, c, s, splits);
+    return d::launchFastWith<Cfg>(A, C, r, c, s, splits, d::kBandRows, policy);
+  };
+}
+
+// One config with a forced tail split: the last max(1, tiles / 2) tiles in `pieces` K-pieces each
+// (fewer where K is short), so that small shapes run whole tiles, pieces and the reduce together.
+template <class Cfg>
+LaunchFn forcedTail(int pieces) {
+  return [=](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    d::FastPlan plan;
+    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan);
+    if (err != cudaSuccess) return err;
+    plan.tailTiles = static_cast<int>(std::max<int64_t>(1, d::upperTiles(c, Cfg::BM) / 2));
+    plan.tailSplits = pieces;
+    return d::launchPlanned<Cfg>(A, C, r, c, s, plan);
+  };
+}
+
+// The model's tail (the partial wave's tiles, as 128-tiles on this device) in `pieces` pieces each.
+LaunchFn forcedTailRest(int pieces) {
+  return [=](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    using Cfg = d::FastLarge90;
+    d::FastPlan plan;
+    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan);
+    if (err != cudaSuccess) return err;
+    int dev = 0, sms = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t tiles = d::upperTiles(c, Cfg::BM), slots = int64_t(sms) * plan.perSm;
+    plan.tailTiles = static_cast<int>(tiles > slots && tiles % slots ? tiles % slots : 0);
+    plan.tailSplits = pieces;
+    return d::launchPlanned<Cfg>(A, C, r, c, s, plan);
+  };
+}
+
+// Timing probe, not a result: only the whole waves of 128-tiles (tiles rounded down to a multiple
+// of the SM count), no tail. Its time next to the full launch's is what the last partial wave costs;
+// Tail: the same blocks run by the kernel instantiation that tail-split launches use.
+template <bool Tail>
+LaunchFn wholeWavesOnly() {
+  return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    using Cfg = d::FastLarge90;
+    d::FastPlan plan;
+    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan, d::TailPolicy::off);
+    if (err != cudaSuccess) return err;
+    int dev = 0, sms = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t T = ck::ceilDiv(c, Cfg::BM), tiles = T * (T + 1) / 2;
+    const int64_t waves = std::max<int64_t>(1, tiles / (sms * plan.perSm)) * sms * plan.perSm;
+    const d::SplitPlan sp{ck::ceilDiv(r, Cfg::BK), tiles, 0, 0};
+    auto kernel = plan.vec16 ? d::ata_mma_sym_kernel<Cfg, true, Tail> : d::ata_mma_sym_kernel<Cfg, false, Tail>;
+    kernel<<<static_cast<unsigned>(std::min(waves, tiles)), Cfg::Threads, Cfg::Smem, s>>>(
+        A, C, nullptr, r, c, static_cast<int>(T), d::kBandRows, sp);
+    return cudaGetLastError();
   };
 }
 
@@ -393,6 +449,26 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v4.small", forced<V4Small>(), 0, true});
     m.push_back({"v.small", forced<d::FastSmall90>(), 0, true});
     m.push_back({"v.large.nosplit", forced<d::FastLarge90>(1), 0, true});
+    // Issue 19, second round: the tail split (NOTES.md §9).
+    m.push_back({"v6.fast", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::off);
+                 }, 0, true});
+    m.push_back({"fast.wholeonly", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::wholeOnly);
+                 }, 0, true});
+    m.push_back({"v.large.tail3", forcedTail<d::FastLarge90>(3), 0, true});
+    m.push_back({"v.small.tail3", forcedTail<d::FastSmall90>(3), 0, true});
+    m.push_back({"v.large.tail40", forcedTail<d::FastLarge90>(40), 0, true});
+    m.push_back({"fast.oneround", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::oneRound);
+                 }, 0, true});
+    for (int p : {2, 3, 4}) m.push_back({"v.large.rest" + std::to_string(p), forcedTailRest(p), 0, true});
+    Method probe{"probe.wholewaves", wholeWavesOnly<false>(), 0, true};
+    probe.check = false;
+    m.push_back(probe);
+    probe = {"probe.wholewaves.tailkernel", wholeWavesOnly<true>(), 0, true};
+    probe.check = false;
+    m.push_back(probe);
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
@@ -401,6 +477,17 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     Method keep{"fast.keeppool", ck::ata::launchFast, 0, true};
     keep.keepPool = true;
     m.push_back(keep);
+    // The same with the pool kept for the variants that allocate a workspace (as the addon's pool
+    // does): a trimmed pool costs ~0.1 ms per 14 MB workspace (NOTES.md §9).
+    const size_t n = m.size();
+    for (size_t i = 0; i < n; ++i)
+      if (m[i].variant && !m[i].keepPool && m[i].check &&
+          (m[i].name == "v6.fast" || m[i].name == "fast.oneround" || m[i].name.rfind("v.large.rest", 0) == 0)) {
+        Method k = m[i];
+        k.name += ".keeppool";
+        k.keepPool = true;
+        m.push_back(k);
+      }
   }
   return m;
 }
@@ -509,7 +596,7 @@ void correctness(const std::vector<std::pair<int64_t, int64_t>>& shapes, const s
     Problem p{rows, cols};
     setup(p, static_cast<double>(rows) * cols * cols <= 4e8);
     for (const auto& m : ms) {
-      if (m.variant && cols < 2) continue;
+      if ((m.variant && cols < 2) || !m.check) continue;
       poison(p);
       const cudaError_t err = m.fn(p.A, p.C, rows, cols, gStream);
       const cudaError_t serr = cudaStreamSynchronize(gStream);
@@ -532,6 +619,9 @@ void correctness(const std::vector<std::pair<int64_t, int64_t>>& shapes, const s
 
 int gReps = 7;
 bool gRotate = true;
+// --keeppool-all: the default pool keeps freed memory for every method, as the addon's own pool does,
+// so a workspace is mapped once (in the warm-up) instead of after every other method's trim.
+bool gKeepAll = false;
 
 void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::vector<Method>& ms) {
   std::printf("== timing (2 warm-up rounds, median of %d; methods interleaved round-robin, %s;\n"
@@ -565,7 +655,7 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
         const size_t mi = gRotate ? (step + it) % run.size() : step;
         if (failed[mi]) continue;
         const Method& m = *run[mi];
-        setPoolKeep(m.keepPool);
+        setPoolKeep(gKeepAll || m.keepPool);
         poison(p);
         CHECK_CUDA(cudaStreamSynchronize(gStream));
         if (gGapMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gGapMs));
@@ -604,8 +694,12 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
           };
           std::sort(v.begin(), v.end());
           const double medMs = v[v.size() / 2];
-          const Check c = compare(p.C, p.Ref, cols);
-          const bool ok = c.pass(kTol, m.ours);
+          Check c;
+          bool ok = true;
+          if (m.check) {
+            c = compare(p.C, p.Ref, cols);
+            ok = c.pass(kTol, m.ours);
+          }
           if (!ok) ++gFailures;
           const double useful = static_cast<double>(cols) * cols * rows;
           Row r{shapeName(rows, cols), m.name, medMs, useful / (medMs * 1e-3) / 1e12,
@@ -628,16 +722,16 @@ void timing(const std::vector<std::pair<int64_t, int64_t>>& shapes, const std::v
   CHECK_CUDA(cudaEventDestroy(e1));
 }
 
-template <class Cfg, bool V>
+template <class Cfg, bool V, bool Tail = false>
 void printKernel(const char* name) {
   cudaFuncAttributes a{};
-  CHECK_CUDA(cudaFuncGetAttributes(&a, d::ata_mma_sym_kernel<Cfg, V>));
+  CHECK_CUDA(cudaFuncGetAttributes(&a, d::ata_mma_sym_kernel<Cfg, V, Tail>));
   int perSm = 0;
-  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, V, Tail>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(Cfg::Smem)));
-  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<Cfg, V>, Cfg::Threads,
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<Cfg, V, Tail>, Cfg::Threads,
                                                            Cfg::Smem));
-  std::printf("kernel %-28s vec16=%d regs=%3d local=%zu dynsmem=%zu threads=%d blocks/SM=%d\n", name, V, a.numRegs,
+  std::printf("kernel %-28s vec16=%d tail=%d regs=%3d local=%zu dynsmem=%zu threads=%d blocks/SM=%d\n", name, V, Tail, a.numRegs,
               a.localSizeBytes, Cfg::Smem, Cfg::Threads, perSm);
 }
 
@@ -646,13 +740,17 @@ void printPlan(int64_t rows, int64_t cols, double rel) {
   d::FastPlan p;
   CHECK_CUDA(d::planFast<Cfg>(reinterpret_cast<const double*>(256), rows, cols, d::kModelFlops * rel, 0, p));
   const int64_t T = ck::ceilDiv(cols, Cfg::BM), tiles = T * (T + 1) / 2;
-  std::printf("plan %-14s BM=%3d tiles=%6lld perSM=%d splits=%4d model=%.3f ms\n", shapeName(rows, cols).c_str(),
-              Cfg::BM, (long long)tiles, p.perSm, p.splits, p.seconds * 1e3);
+  std::printf("plan %-14s BM=%3d tiles=%6lld perSM=%d splits=%4d tail=%d tiles x %d pieces model=%.3f ms\n",
+              shapeName(rows, cols).c_str(), Cfg::BM, (long long)tiles, p.perSm, p.splits, p.tailTiles, p.tailSplits,
+              p.seconds * 1e3);
 }
 
 void printPlans() {
   printKernel<d::FastLarge90, true>("FastLarge90");
   printKernel<d::FastLarge90, false>("FastLarge90");
+  printKernel<d::FastLarge90, true, true>("FastLarge90");
+  printKernel<d::FastLarge90, false, true>("FastLarge90");
+  printKernel<d::FastSmall90, true, true>("FastSmall90");
   printKernel<d::FastSmall90, true>("FastSmall90");
   printKernel<d::FastSmall90, false>("FastSmall90");
   printKernel<d::FastLarge80, true>("FastLarge80 (m8n8k4)");
@@ -676,8 +774,10 @@ void printPlans() {
   printKernel<V6Small, false>("V6Small");
   printKernel<V6SmallNoSkip, true>("V6SmallNoSkip");
   printKernel<V4Small, true>("V4Small");
-  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {8000, 8000}, {16000, 16000},
-                                                             {200000, 2000}, {20000, 130}, {1000000, 64}, {5000, 64}}) {
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {6000, 6000}, {7000, 7000}, {8000, 8000},
+                                                             {9000, 9000}, {10000, 10000}, {12000, 12000}, {14000, 14000},
+                                                             {16000, 16000}, {18000, 18000}, {200000, 2000}, {50000, 4000},
+                                                             {20000, 130}, {1000000, 64}, {5000, 64}}) {
     printPlan<d::FastLarge90>(r, c, 1.0);
     printPlan<d::FastSmall90>(r, c, d::kSmallTileRate);
   }
@@ -726,6 +826,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--variants")) variants = true;
     else if (!std::strcmp(argv[i], "--profile")) profileOnly = true;
     else if (!std::strcmp(argv[i], "--keeppool")) keepPool = true;
+    else if (!std::strcmp(argv[i], "--keeppool-all")) gKeepAll = true;
     else if (!std::strcmp(argv[i], "--gap-ms") && i + 1 < argc) gGapMs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-timing")) doTiming = false;
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) gReps = std::max(1, std::atoi(argv[++i]));
