@@ -117,12 +117,16 @@ describeGpu('scan', () => {
     });
   });
 
-  test.each(ck.scanMethods)('%s works in place', async (method) => {
-    const input = hostInput('int32', 100_003, freshSeed());
-    using a = ck.upload(input);
-    expect(ck.scan(a, { method, out: a, inclusive: false })).toBe(a);
-    expect(ck.cpu.firstMismatch(await a.toHost(), ck.cpu.scan(input, false))).toBe(-1);
-  });
+  // 100 003 elements stay below `fast`'s persistent kernel (16 MiB and up); 2^22 + 5 int32 runs it.
+  test.each(ck.scanMethods.flatMap((m) => [100_003, 2 ** 22 + 5].map((n) => [m, n] as const)))(
+    '%s works in place, %i elements',
+    async (method, n) => {
+      const input = hostInput('int32', n, freshSeed());
+      using a = ck.upload(input);
+      expect(ck.scan(a, { method, out: a, inclusive: false })).toBe(a);
+      expect(ck.cpu.firstMismatch(await a.toHost(), ck.cpu.scan(input, false))).toBe(-1);
+    },
+  );
 
   describe.each(ck.dtypes)('reduce %s', (dtype) => {
     test.each([0, 1, 33, 1025, 2 ** 20 + 7])('length %i: sum, min and max against cpu.reduce', (n) => {

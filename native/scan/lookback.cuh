@@ -108,6 +108,23 @@ struct PairedTileStatus {
 template <class T>
 using TileStatus = typename std::conditional<sizeof(T) == 4, PackedTileStatus<T>, PairedTileStatus<T>>::type;
 
+// The look-back's workspace for one launch: a tile counter in its own 16 bytes, then the tiles'
+// states, all zero ("no tile taken, every state invalid"), from the stream-ordered pool. Calls
+// `launch(states, counter)` (which launches and returns cudaGetLastError()) and frees the
+// workspace behind it on the same stream.
+template <class T, class Launch>
+cudaError_t withLookbackState(int64_t numTiles, cudaStream_t stream, Launch&& launch) {
+  const size_t wsBytes = 16 + TileStatus<T>::bytes(numTiles);
+  char* ws = nullptr;
+  cudaError_t err = poolMalloc(&ws, wsBytes, stream);
+  if (err != cudaSuccess) return err;
+  err = cudaMemsetAsync(ws, 0, wsBytes, stream);
+  if (err == cudaSuccess)
+    err = launch(TileStatus<T>::at(ws + 16, numTiles), reinterpret_cast<unsigned long long*>(ws));
+  const cudaError_t freeErr = poolFree(ws, stream);
+  return err != cudaSuccess ? err : freeErr;
+}
+
 // The walk alone: the exclusive prefix of `tile` (> 0) from its predecessors' published states,
 // run by all 32 lanes of one warp; every lane gets the result.
 template <class T, bool BACKOFF, class Status>
@@ -209,7 +226,6 @@ template <class T, int THREADS, int BYTES_PER_THREAD, int MIN_BLOCKS, bool PERSI
 cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStream_t stream) {
   constexpr int kItems = BYTES_PER_THREAD / static_cast<int>(sizeof(T));
   using S = TileShape<T, THREADS, kItems>;
-  using Status = TileStatus<T>;
   if (n == 0) return cudaSuccess;
   const Alignment al = alignmentOf<T>(in, out);
   const int64_t numTiles = ceilDiv(static_cast<int64_t>(n) + al.pre, S::kItems);
@@ -230,20 +246,11 @@ cudaError_t lookbackScan(const T* in, T* out, size_t n, bool inclusive, cudaStre
   if (blocks > INT_MAX) return cudaErrorInvalidValue;
   const unsigned grid = static_cast<unsigned>(blocks);
 
-  // Counter first (its own 16 bytes), tile states after; all zero = "no tile taken, all invalid".
-  const size_t wsBytes = 16 + Status::bytes(numTiles);
-  char* ws = nullptr;
-  err = poolMalloc(&ws, wsBytes, stream);
-  if (err != cudaSuccess) return err;
-  err = cudaMemsetAsync(ws, 0, wsBytes, stream);
-  if (err == cudaSuccess) {
+  return withLookbackState<T>(numTiles, stream, [&](TileStatus<T> status, unsigned long long* counter) {
     kernel<<<grid, THREADS, 0, stream>>>(in, out, static_cast<int64_t>(n), al.pre, al.vec, inclusive,
-                                         numTiles, Status::at(ws + 16, numTiles),
-                                         reinterpret_cast<unsigned long long*>(ws));
-    err = cudaGetLastError();
-  }
-  const cudaError_t freeErr = poolFree(ws, stream);
-  return err != cudaSuccess ? err : freeErr;
+                                         numTiles, status, counter);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace detail

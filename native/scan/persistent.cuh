@@ -397,7 +397,6 @@ __global__ void __launch_bounds__(PersistShape<T, TILE_BYTES, STAGES, SCAN_WARPS
 template <class T, int TILE_BYTES, int STAGES, int SCAN_WARPS, int FLAGS = 0>
 cudaError_t persistentScan(const T* in, T* out, size_t n, bool inclusive, cudaStream_t stream) {
   using S = PersistShape<T, TILE_BYTES, STAGES, SCAN_WARPS>;
-  using Status = TileStatus<T>;
   if (n == 0) return cudaSuccess;
   const uintptr_t a = reinterpret_cast<uintptr_t>(in), b = reinterpret_cast<uintptr_t>(out);
   if (a % sizeof(T) != 0 || b % sizeof(T) != 0) return cudaErrorNotSupported;
@@ -425,20 +424,11 @@ cudaError_t persistentScan(const T* in, T* out, size_t n, bool inclusive, cudaSt
   int64_t blocks = static_cast<int64_t>(sms) * perSm;
   if (numTiles < blocks) blocks = numTiles;
 
-  // Counter first (its own 16 bytes), tile states after; all zero = "no tile taken, all invalid".
-  const size_t wsBytes = 16 + Status::bytes(numTiles);
-  char* ws = nullptr;
-  err = poolMalloc(&ws, wsBytes, stream);
-  if (err != cudaSuccess) return err;
-  err = cudaMemsetAsync(ws, 0, wsBytes, stream);
-  if (err == cudaSuccess) {
+  return withLookbackState<T>(numTiles, stream, [&](TileStatus<T> status, unsigned long long* counter) {
     kernel<<<static_cast<unsigned>(blocks), S::kThreads, smem, stream>>>(
-        in, out, static_cast<int64_t>(n), pre, vecOut, inclusive, numTiles, Status::at(ws + 16, numTiles),
-        reinterpret_cast<unsigned long long*>(ws));
-    err = cudaGetLastError();
-  }
-  const cudaError_t freeErr = poolFree(ws, stream);
-  return err != cudaSuccess ? err : freeErr;
+        in, out, static_cast<int64_t>(n), pre, vecOut, inclusive, numTiles, status, counter);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace detail

@@ -185,7 +185,6 @@ template <class T, int THREADS, int BYTES_PER_THREAD, int MIN_BLOCKS, int FLAGS>
 cudaError_t stagedScan(const T* in, T* out, size_t n, bool inclusive, cudaStream_t stream) {
   constexpr int kItems = BYTES_PER_THREAD / static_cast<int>(sizeof(T));
   using S = TileShape<T, THREADS, kItems>;
-  using Status = TileStatus<T>;
   if (n == 0) return cudaSuccess;
   const Alignment al = alignmentOf<T>(in, out);
   const int64_t numTiles = ceilDiv(static_cast<int64_t>(n) + al.pre, S::kItems);
@@ -195,20 +194,12 @@ cudaError_t stagedScan(const T* in, T* out, size_t n, bool inclusive, cudaStream
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared);
   if (err != cudaSuccess) return err;
-  const size_t wsBytes = 16 + Status::bytes(numTiles);
-  char* ws = nullptr;
-  err = poolMalloc(&ws, wsBytes, stream);
-  if (err != cudaSuccess) return err;
-  err = cudaMemsetAsync(ws, 0, wsBytes, stream);
-  if (err == cudaSuccess) {
+  return withLookbackState<T>(numTiles, stream, [&](TileStatus<T> status, unsigned long long* counter) {
     constexpr int kBlock = THREADS + ((FLAGS & kStagedLookbackWarp) ? 32 : 0);
-    kernel<<<static_cast<unsigned>(numTiles), kBlock, 0, stream>>>(
-        in, out, static_cast<int64_t>(n), al.pre, al.vec, inclusive, numTiles, Status::at(ws + 16, numTiles),
-        reinterpret_cast<unsigned long long*>(ws));
-    err = cudaGetLastError();
-  }
-  const cudaError_t freeErr = poolFree(ws, stream);
-  return err != cudaSuccess ? err : freeErr;
+    kernel<<<static_cast<unsigned>(numTiles), kBlock, 0, stream>>>(in, out, static_cast<int64_t>(n), al.pre, al.vec,
+                                                                   inclusive, numTiles, status, counter);
+    return cudaGetLastError();
+  });
 }
 
 // Look-back shapes (threads, bytes per thread, min-blocks hint, persistent grid, backoff, streaming
