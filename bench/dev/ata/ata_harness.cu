@@ -43,30 +43,7 @@
 #include "ata/3_tensor_core.cu"
 #include "ata/mirror.cu"
 
-// The addon's stream-ordered pool (core/pool.cc) needs the rest of the addon; standalone, the
-// device's default pool through cudaMallocAsync does the same job.
-namespace ck {
-cudaError_t poolMalloc(void** ptr, size_t bytes, cudaStream_t stream) { return cudaMallocAsync(ptr, bytes, stream); }
-cudaError_t poolFree(void* ptr, cudaStream_t stream) { return ptr ? cudaFreeAsync(ptr, stream) : cudaSuccess; }
-}  // namespace ck
-
-#define CHECK_CUDA(expr)                                                                             \
-  do {                                                                                               \
-    cudaError_t e_ = (expr);                                                                         \
-    if (e_ != cudaSuccess) {                                                                         \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                                  \
-    }                                                                                                \
-  } while (0)
-
-#define CHECK_CUBLAS(expr)                                                            \
-  do {                                                                                \
-    cublasStatus_t s_ = (expr);                                                       \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
-      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #expr, (int)s_); \
-      std::exit(2);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "../harness_support.h"
 
 namespace {
 

@@ -33,22 +33,7 @@ cudaError_t launchFastVariant(int variant, const float* A, const float* B, float
 }  // namespace gemm
 }  // namespace ck
 
-#define CHECK_CUDA(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-#define CHECK_CUBLAS(x)                                                                      \
-  do {                                                                                       \
-    cublasStatus_t s_ = (x);                                                                 \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #x, (int)s_); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "../harness_support.h"
 
 namespace {
 

@@ -33,28 +33,10 @@ cudaError_t launchFastVariant(int variant, const void* in, void* out, Dtype dtyp
 }  // namespace scan
 }  // namespace ck
 
-// The addon's stream-ordered pool (core/pool.cc) needs the rest of the addon; standalone, the
-// device's default pool through cudaMallocAsync does the same job.
-namespace ck {
-cudaError_t poolMalloc(void** ptr, size_t bytes, cudaStream_t stream) {
-  return cudaMallocAsync(ptr, bytes, stream);
-}
-cudaError_t poolFree(void* ptr, cudaStream_t stream) {
-  return ptr ? cudaFreeAsync(ptr, stream) : cudaSuccess;
-}
-}  // namespace ck
-
 using ck::Dtype;
 namespace cs = ck::scan;
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      std::exit(2);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "../harness_support.h"
 
 static int g_failures = 0, g_checks = 0;
 
@@ -196,8 +178,8 @@ static unsigned char* g_hostOut = nullptr;
 static size_t g_hostOutBytes = 0;
 static unsigned char* hostOut(size_t bytes) {
   if (bytes > g_hostOutBytes) {
-    if (g_hostOut) CHECK(cudaFreeHost(g_hostOut));
-    CHECK(cudaMallocHost(&g_hostOut, bytes));
+    if (g_hostOut) CHECK_CUDA(cudaFreeHost(g_hostOut));
+    CHECK_CUDA(cudaMallocHost(&g_hostOut, bytes));
     g_hostOutBytes = bytes;
   }
   return g_hostOut;
@@ -219,10 +201,10 @@ static void runScanCase(const HostCase& c, const Method& m, bool inclusive, Devi
   unsigned char* out = (inPlace ? d.in : d.out) + outOff * es;
   if (inPlace) {
     out = in;
-    CHECK(cudaMemcpyAsync(in, c.bytes.data(), bytes, cudaMemcpyHostToDevice, s));
+    CHECK_CUDA(cudaMemcpyAsync(in, c.bytes.data(), bytes, cudaMemcpyHostToDevice, s));
   } else {
-    CHECK(cudaMemcpyAsync(in, c.bytes.data(), bytes, cudaMemcpyHostToDevice, s));
-    CHECK(cudaMemsetAsync(d.out, 0xFF, d.bytes, s));
+    CHECK_CUDA(cudaMemcpyAsync(in, c.bytes.data(), bytes, cudaMemcpyHostToDevice, s));
+    CHECK_CUDA(cudaMemsetAsync(d.out, 0xFF, d.bytes, s));
   }
   cudaError_t err = m.fn(in, out, c.dtype, n, inclusive, s);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s);
@@ -235,7 +217,7 @@ static void runScanCase(const HostCase& c, const Method& m, bool inclusive, Devi
   unsigned char* h = hostOut(std::max<size_t>(bytes, 16) + 16);
   if (n == 0) {
     // Nothing may be written: the poisoned first bytes must survive.
-    CHECK(cudaMemcpy(h, out, 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h, out, 4, cudaMemcpyDeviceToHost));
     ++g_checks;
     if (!inPlace && (h[0] != 0xFF || h[3] != 0xFF)) {
       std::printf("  FAIL %s: wrote something for n == 0\n", label);
@@ -243,12 +225,12 @@ static void runScanCase(const HostCase& c, const Method& m, bool inclusive, Devi
     }
     return;
   }
-  CHECK(cudaMemcpy(h, out, bytes, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(h, out, bytes, cudaMemcpyDeviceToHost));
   checkScan(c, h, inclusive, label);
   if (!inPlace) {
     // The element just past the end must still be poison (out-of-place only).
     unsigned char tail[8];
-    CHECK(cudaMemcpy(tail, out + bytes, es, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(tail, out + bytes, es, cudaMemcpyDeviceToHost));
     bool poisoned = true;
     for (size_t b = 0; b < es; ++b) poisoned &= tail[b] == 0xFF;
     ++g_checks;
@@ -261,7 +243,7 @@ static void runScanCase(const HostCase& c, const Method& m, bool inclusive, Devi
 
 static void checkReduce(const HostCase& c, DeviceBuffers& d, double* dResult, cudaStream_t s) {
   const size_t n = c.n;
-  CHECK(cudaMemcpy(d.in, c.bytes.data(), n * esize(c.dtype), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d.in, c.bytes.data(), n * esize(c.dtype), cudaMemcpyHostToDevice));
   for (int op = 0; op < 3; ++op) {
     double want = op == 0 ? 0.0 : (op == 1 ? INFINITY : -INFINITY), absSum = 0;
     uint32_t wrapped = 0;
@@ -282,11 +264,11 @@ static void checkReduce(const HostCase& c, DeviceBuffers& d, double* dResult, cu
     if (op == 0 && c.dtype == Dtype::Int32) want = static_cast<int32_t>(wrapped);
     if (op == 0 && c.dtype == Dtype::Uint32) want = wrapped;
     const double poison = -12345.678;
-    CHECK(cudaMemcpy(dResult, &poison, sizeof poison, cudaMemcpyHostToDevice));
-    CHECK(cs::launchReduce(d.in, c.dtype, n, static_cast<cs::ReduceOp>(op), dResult, s));
-    CHECK(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaMemcpy(dResult, &poison, sizeof poison, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cs::launchReduce(d.in, c.dtype, n, static_cast<cs::ReduceOp>(op), dResult, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
     double got;
-    CHECK(cudaMemcpy(&got, dResult, sizeof got, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(&got, dResult, sizeof got, cudaMemcpyDeviceToHost));
     const bool isFloatSum = op == 0 && (c.dtype == Dtype::Float32 || c.dtype == Dtype::Float64);
     const bool ok = isFloatSum ? std::fabs(got - want) <= 1e-12 * absSum + 1e-300 : got == want;
     ++g_checks;
@@ -315,10 +297,10 @@ static void correctness(bool small, bool medium, bool sanitize, cudaStream_t s) 
   const size_t maxN = *std::max_element(sizes.begin(), sizes.end());
   DeviceBuffers d;
   d.bytes = (maxN + 8) * 8;
-  CHECK(cudaMalloc(&d.in, d.bytes));
-  CHECK(cudaMalloc(&d.out, d.bytes));
+  CHECK_CUDA(cudaMalloc(&d.in, d.bytes));
+  CHECK_CUDA(cudaMalloc(&d.out, d.bytes));
   double* dResult;
-  CHECK(cudaMalloc(&dResult, sizeof(double)));
+  CHECK_CUDA(cudaMalloc(&dResult, sizeof(double)));
   for (Dtype dt : dtypes) {
     for (size_t n : sizes) {
       HostCase c{dt, n, {}};
@@ -353,9 +335,9 @@ static void correctness(bool small, bool medium, bool sanitize, cudaStream_t s) 
       std::fflush(stdout);
     }
   }
-  CHECK(cudaFree(d.in));
-  CHECK(cudaFree(d.out));
-  CHECK(cudaFree(dResult));
+  CHECK_CUDA(cudaFree(d.in));
+  CHECK_CUDA(cudaFree(d.out));
+  CHECK_CUDA(cudaFree(dResult));
 }
 
 // Past 2^31 elements (and 2^33 bytes): every method but warp on uint32, inclusive, against one
@@ -369,16 +351,16 @@ static void hugeCheck(cudaStream_t s) {
   uint32_t sum = 0;
   for (size_t i = 0; i < n; ++i) ref[i] = (sum += in[i]);
   uint32_t *dIn, *dOut;
-  CHECK(cudaMalloc(&dIn, n * 4));
-  CHECK(cudaMalloc(&dOut, n * 4 + 64));
-  CHECK(cudaMemcpy(dIn, in.data(), n * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&dIn, n * 4));
+  CHECK_CUDA(cudaMalloc(&dOut, n * 4 + 64));
+  CHECK_CUDA(cudaMemcpy(dIn, in.data(), n * 4, cudaMemcpyHostToDevice));
   uint32_t* h = reinterpret_cast<uint32_t*>(hostOut(n * 4 + 64));
   for (const Method& m : methods()) {
     if (m.oneBlock || m.name.find("diag") != std::string::npos || !methodKept(m.name)) continue;
-    CHECK(cudaMemsetAsync(dOut, 0xFF, n * 4 + 64, s));
-    CHECK(m.fn(dIn, dOut, Dtype::Uint32, n, true, s));
-    CHECK(cudaStreamSynchronize(s));
-    CHECK(cudaMemcpy(h, dOut, n * 4 + 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemsetAsync(dOut, 0xFF, n * 4 + 64, s));
+    CHECK_CUDA(m.fn(dIn, dOut, Dtype::Uint32, n, true, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaMemcpy(h, dOut, n * 4 + 4, cudaMemcpyDeviceToHost));
     long long bad = 0;
 #pragma omp parallel for reduction(+ : bad)
     for (long long i = 0; i < static_cast<long long>(n); ++i) bad += h[i] != ref[i];
@@ -388,8 +370,8 @@ static void hugeCheck(cudaStream_t s) {
     std::printf("checked uint32  n=2^31+5 %-22s inclusive: %s (%lld bad)\n", m.name.c_str(),
                 bad ? "FAILED" : "ok", bad);
   }
-  CHECK(cudaFree(dIn));
-  CHECK(cudaFree(dOut));
+  CHECK_CUDA(cudaFree(dIn));
+  CHECK_CUDA(cudaFree(dOut));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -477,14 +459,14 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
       const size_t n = size_t(1) << lg, es = esize(p.d), bytes = n * es;
       unsigned char *in, *out;
       double* dRes;
-      CHECK(cudaMalloc(&in, bytes));
-      CHECK(cudaMalloc(&out, bytes));
-      CHECK(cudaMalloc(&dRes, sizeof(double)));
+      CHECK_CUDA(cudaMalloc(&in, bytes));
+      CHECK_CUDA(cudaMalloc(&out, bytes));
+      CHECK_CUDA(cudaMalloc(&dRes, sizeof(double)));
       {
         HostCase c{p.d, std::min<size_t>(n, size_t(1) << 24), {}};
         fillRandom(c);
         for (size_t off = 0; off < bytes; off += c.bytes.size())
-          CHECK(cudaMemcpy(in + off, c.bytes.data(), std::min(c.bytes.size(), bytes - off),
+          CHECK_CUDA(cudaMemcpy(in + off, c.bytes.data(), std::min(c.bytes.size(), bytes - off),
                            cudaMemcpyHostToDevice));
       }
       struct Timed {
@@ -511,22 +493,22 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
 
       const int M = static_cast<int>(ts.size());
       std::vector<cudaEvent_t> ev(2 * M * kReps);
-      for (auto& e : ev) CHECK(cudaEventCreate(&e));
+      for (auto& e : ev) CHECK_CUDA(cudaEventCreate(&e));
       for (int w = 0; w < kWarm; ++w)
-        for (auto& t : ts) CHECK(t.fn());
-      CHECK(cudaStreamSynchronize(s));
+        for (auto& t : ts) CHECK_CUDA(t.fn());
+      CHECK_CUDA(cudaStreamSynchronize(s));
       for (int r = 0; r < kReps; ++r)  // round-robin: every method sees the same machine state
         for (int m = 0; m < M; ++m) {
-          CHECK(cudaEventRecord(ev[2 * (r * M + m)], s));
-          CHECK(ts[m].fn());
-          CHECK(cudaEventRecord(ev[2 * (r * M + m) + 1], s));
+          CHECK_CUDA(cudaEventRecord(ev[2 * (r * M + m)], s));
+          CHECK_CUDA(ts[m].fn());
+          CHECK_CUDA(cudaEventRecord(ev[2 * (r * M + m) + 1], s));
         }
-      CHECK(cudaStreamSynchronize(s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
       std::vector<double> med(M), lo(M), hi(M);
       for (int m = 0; m < M; ++m) {
         std::vector<float> t(kReps);
         for (int r = 0; r < kReps; ++r)
-          CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * M + m)], ev[2 * (r * M + m) + 1]));
+          CHECK_CUDA(cudaEventElapsedTime(&t[r], ev[2 * (r * M + m)], ev[2 * (r * M + m) + 1]));
         std::sort(t.begin(), t.end());
         med[m] = kReps % 2 ? t[kReps / 2] : 0.5 * (t[kReps / 2 - 1] + t[kReps / 2]);
         lo[m] = t.front();
@@ -549,10 +531,10 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
                     hi[m]);
       }
       std::fflush(stdout);
-      for (auto& e : ev) CHECK(cudaEventDestroy(e));
-      CHECK(cudaFree(in));
-      CHECK(cudaFree(out));
-      CHECK(cudaFree(dRes));
+      for (auto& e : ev) CHECK_CUDA(cudaEventDestroy(e));
+      CHECK_CUDA(cudaFree(in));
+      CHECK_CUDA(cudaFree(out));
+      CHECK_CUDA(cudaFree(dRes));
     }
   }
 }
@@ -562,14 +544,14 @@ static void timing(cudaStream_t s, std::vector<Row>& rows) {
 static int runOne(const char* name, int lg) {
   const size_t n = size_t(1) << lg, bytes = n * 4;
   void *in, *out;
-  CHECK(cudaMalloc(&in, bytes));
-  CHECK(cudaMalloc(&out, bytes));
-  CHECK(cudaMemset(in, 1, bytes));
+  CHECK_CUDA(cudaMalloc(&in, bytes));
+  CHECK_CUDA(cudaMalloc(&out, bytes));
+  CHECK_CUDA(cudaMemset(in, 1, bytes));
   for (const Method& m : methods()) {
     if (m.name != name) continue;
-    for (int r = 0; r < 3; ++r) CHECK(m.fn(in, out, Dtype::Int32, n, true, 0));
-    CHECK(cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice));
-    CHECK(cudaDeviceSynchronize());
+    for (int r = 0; r < 3; ++r) CHECK_CUDA(m.fn(in, out, Dtype::Int32, n, true, 0));
+    CHECK_CUDA(cudaMemcpy(out, in, bytes, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaDeviceSynchronize());
     std::printf("ran %s 3x at 2^%d\n", name, lg);
     return 0;
   }
@@ -590,10 +572,10 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--no-check")) check = false, huge = false;
   }
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   g_sms = prop.multiProcessorCount;
   if (check) correctness(small, medium, sanitize, s);
   if (huge) hugeCheck(s);
@@ -610,6 +592,6 @@ int main(int argc, char** argv) {
                   r.ms, r.gbs, r.vsCub, r.vsCopy);
     }
   }
-  CHECK(cudaStreamDestroy(s));
+  CHECK_CUDA(cudaStreamDestroy(s));
   return g_failures ? 1 : 0;
 }

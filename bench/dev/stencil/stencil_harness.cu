@@ -29,14 +29,9 @@
 #include "core/pool.h"
 #include "stencil/stencil.h"
 
+#include "../harness_support.h"
+
 namespace ck {
-// The library's pool is not linked here: plain stream-ordered allocations do.
-cudaError_t poolMalloc(void** ptr, size_t bytes, cudaStream_t stream) {
-  return cudaMallocAsync(ptr, bytes, stream);
-}
-cudaError_t poolFree(void* ptr, cudaStream_t stream) {
-  return ptr ? cudaFreeAsync(ptr, stream) : cudaSuccess;
-}
 namespace stencil {
 namespace detail {
 int fastVariantCount(Dtype dtype);
@@ -50,14 +45,6 @@ cudaError_t runFastVariant(int variant, Dtype dtype, const void* in, void* a, vo
 using ck::Dtype;
 namespace cs = ck::stencil;
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, #x); \
-      std::exit(2);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 static int failures = 0, checks = 0;
 
@@ -65,9 +52,9 @@ struct Grids {
   size_t bytes = 0;
   void *in = nullptr, *a = nullptr, *b = nullptr;
   Grids(size_t n, size_t elem, int misalign = 0) : bytes(n * elem) {
-    CHECK(cudaMalloc(&in, bytes + 16));
-    CHECK(cudaMalloc(&a, bytes + 16));
-    CHECK(cudaMalloc(&b, bytes + 16));
+    CHECK_CUDA(cudaMalloc(&in, bytes + 16));
+    CHECK_CUDA(cudaMalloc(&a, bytes + 16));
+    CHECK_CUDA(cudaMalloc(&b, bytes + 16));
     in = static_cast<char*>(in) + misalign * elem;
   }
   void release(int misalign, size_t elem) {
@@ -85,14 +72,14 @@ struct Outcome {
 // Runs `variant` of fast (−1: the method itself, e.g. tiled) and reads back the final grid. a and b
 // are poisoned with NaN first.
 static Outcome runOne(cs::Method method, int variant, Dtype dtype, Grids& g, const cs::Problem& pb) {
-  CHECK(cudaMemset(g.a, 0xff, g.bytes));
-  CHECK(cudaMemset(g.b, 0xff, g.bytes));
+  CHECK_CUDA(cudaMemset(g.a, 0xff, g.bytes));
+  CHECK_CUDA(cudaMemset(g.b, 0xff, g.bytes));
   Outcome o;
   cudaError_t err = variant < 0 ? cs::run(method, dtype, g.in, g.a, g.b, pb, 0, &o.r)
                                 : cs::detail::runFastVariant(variant, dtype, g.in, g.a, g.b, pb, 0, &o.r);
-  CHECK(err);
+  CHECK_CUDA(err);
   o.grid.resize(g.bytes);
-  CHECK(cudaMemcpy(o.grid.data(), o.r.finalBuffer == 0 ? g.a : g.b, g.bytes, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(o.grid.data(), o.r.finalBuffer == 0 ? g.a : g.b, g.bytes, cudaMemcpyDeviceToHost));
   return o;
 }
 
@@ -111,12 +98,12 @@ static void fill(std::mt19937_64& rng, Dtype dtype, Grids& g, long long n, long 
     std::vector<float> h(n);
     for (auto& x : h) x = static_cast<float>(u(rng));
     if (nanAt >= 0) h[nanAt] = NAN;
-    CHECK(cudaMemcpy(g.in, h.data(), n * 4, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(g.in, h.data(), n * 4, cudaMemcpyHostToDevice));
   } else {
     std::vector<double> h(n);
     for (auto& x : h) x = u(rng);
     if (nanAt >= 0) h[nanAt] = NAN;
-    CHECK(cudaMemcpy(g.in, h.data(), n * 8, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(g.in, h.data(), n * 8, cudaMemcpyHostToDevice));
   }
 }
 
@@ -277,14 +264,14 @@ static double median(std::vector<double> v) {
 static void timeAll(const std::vector<long long>& sizes, int reps) {
   const int sweeps = 100;
   cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
   // The copy reference: 1 GiB device to device, rate = bytes read + written.
   const size_t copyBytes = size_t(1) << 30;
   void *cs0 = nullptr, *cs1 = nullptr;
-  CHECK(cudaMalloc(&cs0, copyBytes));
-  CHECK(cudaMalloc(&cs1, copyBytes));
-  CHECK(cudaMemset(cs0, 1, copyBytes));
+  CHECK_CUDA(cudaMalloc(&cs0, copyBytes));
+  CHECK_CUDA(cudaMalloc(&cs1, copyBytes));
+  CHECK_CUDA(cudaMemset(cs0, 1, copyBytes));
   std::mt19937_64 rng(7);
   for (Dtype dtype : dtypes) {
     const std::vector<int> variants = variantsFor(dtype);
@@ -303,20 +290,20 @@ static void timeAll(const std::vector<long long>& sizes, int reps) {
       std::vector<std::vector<double>> ms(variants.size());
       std::vector<double> copyMs;
       for (int rep = -1; rep < reps; ++rep) {  // rep −1 warms up
-        CHECK(cudaEventRecord(e0));
-        CHECK(cudaMemcpyAsync(cs1, cs0, copyBytes, cudaMemcpyDeviceToDevice));
-        CHECK(cudaEventRecord(e1));
-        CHECK(cudaEventSynchronize(e1));
+        CHECK_CUDA(cudaEventRecord(e0));
+        CHECK_CUDA(cudaMemcpyAsync(cs1, cs0, copyBytes, cudaMemcpyDeviceToDevice));
+        CHECK_CUDA(cudaEventRecord(e1));
+        CHECK_CUDA(cudaEventSynchronize(e1));
         float t = 0;
-        CHECK(cudaEventElapsedTime(&t, e0, e1));
+        CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
         if (rep >= 0) copyMs.push_back(t);
         for (size_t i = 0; i < variants.size(); ++i) {
           cs::Result r;
-          CHECK(cudaEventRecord(e0));
-          CHECK(cs::detail::runFastVariant(variants[i], dtype, g.in, g.a, g.b, pb, 0, &r));
-          CHECK(cudaEventRecord(e1));
-          CHECK(cudaEventSynchronize(e1));
-          CHECK(cudaEventElapsedTime(&t, e0, e1));
+          CHECK_CUDA(cudaEventRecord(e0));
+          CHECK_CUDA(cs::detail::runFastVariant(variants[i], dtype, g.in, g.a, g.b, pb, 0, &r));
+          CHECK_CUDA(cudaEventRecord(e1));
+          CHECK_CUDA(cudaEventSynchronize(e1));
+          CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
           if (r.iterations != sweeps)
             std::printf("note: %lld sweeps\n", static_cast<long long>(r.iterations));
           if (rep >= 0) ms[i].push_back(t);
@@ -370,7 +357,7 @@ int main(int argc, char** argv) {
       for (long long v : parseList(argv[++i])) wanted.push_back(static_cast<int>(v));
   }
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
   if (check) checkAll();
   if (time) timeAll(sizes, reps);
