@@ -430,6 +430,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   constexpr int Groups = NT * 2 / W;
   // 16-byte stores need 16-byte-aligned addresses: (r * n + c) even for even c, i.e. n even.
   const bool vecStore = !diag && n % 2 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
+  // Recomputed from the block index (a few integer ops) rather than kept live through the k-loop.
   const int64_t slot = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y).slot;
   double* P = slot >= 0 ? partial + slot * (BM * BM) : nullptr;
 #pragma unroll
@@ -522,17 +523,13 @@ constexpr int kMaxSplits = 4096;
 constexpr double kModelTileFixed = 4e-6;
 constexpr int64_t kMinTailKTiles = 32;
 
-// Which K splits the planner may use. Uniform split-K splits every tile the same number of ways
-// (for shapes with fewer tiles than SMs); a tail split keeps whole tiles for the full waves and
-// splits only the last tiles, so that the partial last wave becomes one short round of pieces
-// (8000² on 132 SMs: 2016 tiles = 15 waves + 36, split 3 ways: 15.33 waves of work instead of 16;
-// measured −3.3% on the H200 and −3.1% on the H100, 6000² −2.2%, 200000×2000 −4%: NOTES.md §9).
-enum class TailPolicy {
-  off,        // uniform split-K only (the kernel until issue 19's second round)
-  wholeOnly,  // a tail split only where uniform split-K keeps whole tiles
-  best,       // whichever of the two the model prefers
-  oneRound,   // as best, but the pieces must fit in one round (only the partial wave is split)
-};
+// The K splits the planner may use. Uniform split-K splits every tile the same number of ways (for
+// shapes with fewer tiles than SMs); a tail split keeps whole tiles for the full waves and splits
+// only the last tiles, so that the partial last wave becomes one short round of pieces (8000² on 132
+// SMs: 2016 tiles = 15 waves + 36, split 3 ways: 15.33 waves of work instead of 16; measured −3.3% on
+// the H200 and −3.1% on the H100, 6000² −2.2%, 200000×2000 −4%: NOTES.md §9). The planner weighs
+// both; tailSplit = false leaves uniform split-K alone (the kernel until issue 19's second round,
+// which the harness times as the baseline).
 
 struct FastPlan {
   int splits = 1;     // uniform split-K
@@ -546,7 +543,7 @@ struct FastPlan {
 // Picks the number of K splits: waves × (k-tiles per split) of tile time, plus workspace allocation
 // and the reduce pass. Splitting must win by 3%: the model is rough and splitting costs memory.
 inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slots, int bm, int bk,
-                         double rate, TailPolicy policy) {
+                         double rate, bool tailSplit) {
   const double tileSeconds = 2.0 * bm * bm * bk / (rate / slots);  // one k-tile of one block
   const double tileBytes = 8.0 * bm * bm;
   auto cost = [&](int64_t s) {
@@ -577,7 +574,7 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
   plan.seconds = best < 0.97 * one ? best : one;
   plan.tailTiles = 0;
   plan.tailSplits = 1;
-  if (policy == TailPolicy::off || (policy == TailPolicy::wholeOnly && plan.splits > 1)) return;
+  if (!tailSplit) return;
 
   // Tail split: the last W = R + j·slots tiles (R = the partial wave, j more full waves) run as S
   // pieces each, after the whole tiles of the other full waves (at least one). Per block a fixed
@@ -586,8 +583,7 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
   if (rest == 0 || full < 1) return;
   const double whole = static_cast<double>(full + 1) * (kTiles * tileSeconds + kModelTileFixed);
   double bestTail = whole, bestFixed = 0;
-  const int64_t jMax = policy == TailPolicy::oneRound ? 1 : std::min<int64_t>(full, 3);
-  for (int64_t j = 0; j < jMax; ++j) {
+  for (int64_t j = 0; j < std::min<int64_t>(full, 3); ++j) {
     const int64_t w = rest + j * slots;
     for (int64_t s = 2; s <= std::min<int64_t>(kMaxSplits, kTiles / kMinTailKTiles); ++s) {
       const int64_t kPer = ceilDiv(kTiles, s);
@@ -595,7 +591,6 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
       const double ws = static_cast<double>(w) * sEff * tileBytes;
       if (ws > static_cast<double>(kMaxWorkspaceBytes)) break;
       const int64_t rounds = ceilDiv(w * sEff, slots);
-      if (policy == TailPolicy::oneRound && rounds > 1) break;
       const double fixed = static_cast<double>(full - j + rounds) * kModelTileFixed;
       const double c = static_cast<double>(full - j) * kTiles * tileSeconds +
                        static_cast<double>(rounds) * kPer * tileSeconds + fixed +
@@ -609,8 +604,7 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
       }
     }
   }
-  // Like uniform splitting, the tail split must win by 2% over whole tiles, and beat the uniform
-  // split where the policy lets both compete.
+  // Like uniform splitting, the tail split must win by 2% over whole tiles, and beat the uniform split.
   const double uniform =
       plan.seconds + static_cast<double>(ceilDiv(tiles * plan.splits, slots)) * kModelTileFixed;
   if (plan.tailTiles > 0 && bestTail < 0.98 * whole && bestTail < uniform) {
@@ -640,7 +634,7 @@ cudaError_t prepareKernel(int& perSm) {
 // the model assumes for this config's tiles.
 template <class Cfg>
 cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int forcedSplits, FastPlan& plan,
-                     TailPolicy policy = TailPolicy::best) {
+                     bool tailSplit = true) {
   int device = 0, sms = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -652,7 +646,7 @@ cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int 
   const int64_t T = ceilDiv(n, Cfg::BM);
   const int64_t tiles = T * (T + 1) / 2;
   if (tiles > INT_MAX) return cudaErrorInvalidValue;
-  chooseSplits(plan, tiles, ceilDiv(rows, Cfg::BK), sms * plan.perSm, Cfg::BM, Cfg::BK, rate, policy);
+  chooseSplits(plan, tiles, ceilDiv(rows, Cfg::BK), sms * plan.perSm, Cfg::BM, Cfg::BK, rate, tailSplit);
   if (forcedSplits > 0) {
     plan.splits = forcedSplits;
     plan.tailTiles = 0;
@@ -717,10 +711,9 @@ cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, c
 
 template <class Cfg>
 cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
-                           int forcedSplits = 0, int bandRows = kBandRows,
-                           TailPolicy policy = TailPolicy::best) {
+                           int forcedSplits = 0, int bandRows = kBandRows, bool tailSplit = true) {
   FastPlan plan;
-  const cudaError_t err = planFast<Cfg>(A, rows, n, kModelFlops, forcedSplits, plan, policy);
+  const cudaError_t err = planFast<Cfg>(A, rows, n, kModelFlops, forcedSplits, plan, tailSplit);
   return err != cudaSuccess ? err : launchPlanned<Cfg>(A, C, rows, n, stream, plan, bandRows);
 }
 
@@ -746,7 +739,7 @@ constexpr double kSmallTileRate = 0.8;
 // exceeds the device's per-block limit is skipped; with neither, the tiled kernel runs.
 template <class Large, class Small>
 cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
-                         TailPolicy policy = TailPolicy::best) {
+                         bool tailSplit = true) {
   int device = 0, optin = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess)
@@ -755,9 +748,9 @@ cudaError_t launchBestOf(const double* A, double* C, int64_t rows, int64_t n, cu
   const bool largeFits = Large::Smem <= static_cast<size_t>(optin);
   const bool smallFits = Small::Smem <= static_cast<size_t>(optin);
   FastPlan large, small;
-  if (largeFits) err = planFast<Large>(A, rows, n, kModelFlops, 0, large, policy);
+  if (largeFits) err = planFast<Large>(A, rows, n, kModelFlops, 0, large, tailSplit);
   if (err == cudaSuccess && smallFits)
-    err = planFast<Small>(A, rows, n, kModelFlops * kSmallTileRate, 0, small, policy);
+    err = planFast<Small>(A, rows, n, kModelFlops * kSmallTileRate, 0, small, tailSplit);
   if (err != cudaSuccess) return err;
   if (smallFits && (!largeFits || small.seconds < large.seconds)) {
     return launchPlanned<Small>(A, C, rows, n, stream, small);

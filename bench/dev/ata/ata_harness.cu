@@ -338,9 +338,9 @@ using V4Small = d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true>;
 
 // One config for every shape (splits chosen by the model unless forced).
 template <class Cfg>
-LaunchFn forced(int splits = 0, d::TailPolicy policy = d::TailPolicy::best) {
+LaunchFn forced(int splits = 0) {
   return [=](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-    return d::launchFastWith<Cfg>(A, C, r, c, s, splits, d::kBandRows, policy);
+    return d::launchFastWith<Cfg>(A, C, r, c, s, splits);
   };
 }
 
@@ -383,7 +383,7 @@ LaunchFn wholeWavesOnly() {
   return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
     using Cfg = d::FastLarge90;
     d::FastPlan plan;
-    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan, d::TailPolicy::off);
+    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan, /*tailSplit=*/false);
     if (err != cudaSuccess) return err;
     int dev = 0, sms = 0;
     CHECK_CUDA(cudaGetDevice(&dev));
@@ -428,17 +428,11 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v.large.nosplit", forced<d::FastLarge90>(1), 0, true});
     // Issue 19, second round: the tail split (NOTES.md §9).
     m.push_back({"v6.fast", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::off);
-                 }, 0, true});
-    m.push_back({"fast.wholeonly", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::wholeOnly);
+                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, /*tailSplit=*/false);
                  }, 0, true});
     m.push_back({"v.large.tail3", forcedTail<d::FastLarge90>(3), 0, true});
     m.push_back({"v.small.tail3", forcedTail<d::FastSmall90>(3), 0, true});
     m.push_back({"v.large.tail40", forcedTail<d::FastLarge90>(40), 0, true});
-    m.push_back({"fast.oneround", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<d::FastLarge90, d::FastSmall90>(A, C, r, c, s, d::TailPolicy::oneRound);
-                 }, 0, true});
     for (int p : {2, 3, 4}) m.push_back({"v.large.rest" + std::to_string(p), forcedTailRest(p), 0, true});
     Method probe{"probe.wholewaves", wholeWavesOnly<false>(), 0, true};
     probe.check = false;
@@ -459,7 +453,7 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     const size_t n = m.size();
     for (size_t i = 0; i < n; ++i)
       if (m[i].variant && !m[i].keepPool && m[i].check &&
-          (m[i].name == "v6.fast" || m[i].name == "fast.oneround" || m[i].name.rfind("v.large.rest", 0) == 0)) {
+          (m[i].name == "v6.fast" || m[i].name.rfind("v.large.rest", 0) == 0)) {
         Method k = m[i];
         k.name += ".keeppool";
         k.keepPool = true;
