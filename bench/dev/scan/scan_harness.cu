@@ -22,6 +22,8 @@
 
 #include "scan/scan.h"
 
+#include "../harness_support.h"
+
 namespace ck {
 namespace scan {
 namespace detail {
@@ -35,8 +37,6 @@ cudaError_t launchFastVariant(int variant, const void* in, void* out, Dtype dtyp
 
 using ck::Dtype;
 namespace cs = ck::scan;
-
-#include "../harness_support.h"
 
 static int g_failures = 0, g_checks = 0;
 

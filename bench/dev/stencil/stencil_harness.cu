@@ -45,7 +45,6 @@ cudaError_t runFastVariant(int variant, Dtype dtype, const void* in, void* a, vo
 using ck::Dtype;
 namespace cs = ck::stencil;
 
-
 static int failures = 0, checks = 0;
 
 struct Grids {
