@@ -1,6 +1,11 @@
 #include "dist/comm.h"
 
 #include <algorithm>
+#include <cstdlib>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include "core/device.h"
 #include "core/errors.h"
@@ -20,6 +25,30 @@ constexpr microseconds kLastPoll{1000};
 
 microseconds nextPoll(microseconds p) {
   return std::min(p * 2, kLastPoll);
+}
+
+// A call on a non-blocking communicator returns ncclInProgress while a thread NCCL starts for it
+// launches the kernels, which takes tens of µs. Sleeping there cost every collective ~0.1 ms (a
+// sleep_for(10 µs) lasts 60 µs or more with Linux's default 50 µs timer slack), so the caller spins,
+// yielding its core, for up to 2 ms before it backs off to sleeps. CUDA_KERNELS_NCCL_SPIN_US sets
+// that time (0: sleep at once, as before), for comparisons and for hosts short of cores.
+microseconds spinTime() {
+  static const microseconds spin = [] {
+    const char* v = std::getenv("CUDA_KERNELS_NCCL_SPIN_US");
+    if (v == nullptr || *v == '\0') return microseconds{2000};
+    char* end = nullptr;
+    const long long us = std::strtoll(v, &end, 10);
+    return *end == '\0' && us >= 0 ? microseconds{std::min<long long>(us, 1000000)} : microseconds{2000};
+  }();
+  return spin;
+}
+
+// The watchdog's short sleeps are meant to be short: 1 µs of timer slack for its thread instead of
+// the default 50 µs, so that it notices a finished collective within ~10 µs.
+void tightTimerSlack() {
+#if defined(__linux__)
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
 }
 
 std::string withDetail(const std::string& message, const char* detail) {
@@ -73,6 +102,7 @@ void Comm::settle(const Op& op, bool ok, const std::string& code, const std::str
 
 void Comm::watch() {
   cudaSetDevice(device_);  // for the event queries; they work from any device, this only avoids a switch
+  tightTimerSlack();
   const nccl::Api& a = nccl::api();
   microseconds poll = kFirstPoll;
   for (;;) {
@@ -291,17 +321,24 @@ uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_
       r = call(comm_);
       // Non-blocking: the call may still be connecting to its peers; it is queued once the state
       // leaves ncclInProgress.
-      const auto deadline = Clock::now() + timeout();
-      for (microseconds p = kFirstPoll; r == nccl::kInProgress; p = nextPoll(p)) {
+      const auto begun = Clock::now(), deadline = begun + timeout();
+      const microseconds spin = spinTime();
+      for (microseconds p = kFirstPoll; r == nccl::kInProgress;) {
         nccl::Result state = nccl::kSuccess;
         const nccl::Result q = a.commGetAsyncError(comm_, &state);
         r = q != nccl::kSuccess ? q : state;
         if (r != nccl::kInProgress) break;
-        if (Clock::now() > deadline) {
+        const auto now = Clock::now();
+        if (now > deadline) {
           timedOut = true;
           break;
         }
-        std::this_thread::sleep_for(p);
+        if (now - begun < spin) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(p);
+          p = nextPoll(p);
+        }
       }
       if (r != nccl::kSuccess && !timedOut) {
         const char* e = a.getLastError(comm_);
