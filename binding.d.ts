@@ -445,6 +445,24 @@ export interface NativeBinding {
     maxWeight: number,
     seed: number,
   ): void;
+  /**
+   * This rank's part of the Bellman check of its band (rows × n) against that random graph, for the
+   * (i, j) pairs in `pairs`: `partial` gets min over its rows k ≠ i of w[i][k] + d[k][j] (capped at
+   * INF), `own` d[i][j] where row i is its own, else 2^31 − 1. Queued on the library stream.
+   */
+  apspBellmanPartial(
+    band: BufferHandle | null,
+    n: number,
+    row0: number,
+    rows: number,
+    pairs: BufferHandle,
+    partial: BufferHandle,
+    own: BufferHandle,
+    density: number,
+    minWeight: number,
+    maxWeight: number,
+    seed: number,
+  ): void;
   /** Whether device `a` can access device `b`'s memory. */
   peerCanAccess(a: number, b: number): boolean;
   /** Enables peer access between `a` and `b`, both directions; idempotent. */

@@ -67,6 +67,7 @@ export {
   randomGraph,
   INF,
   APSP_MAX_N,
+  APSP_DIST_MAX_N,
   type ApspMethod,
   type ApspOptions,
   type ApspAsyncOptions,
@@ -127,6 +128,9 @@ export { ncclInfo, NcclError, type NcclInfo } from './dist/nccl';
 export {
   apspDistributed,
   apspBandOf,
+  apspBellmanCheck,
+  type ApspBellmanOptions,
+  type ApspBellmanReport,
   type ApspRows,
   type ApspDistInput,
   type ApspDistOutput,

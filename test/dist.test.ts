@@ -390,7 +390,14 @@ describe('NCCL loaded at run time', () => {
     await expect(ck.Communicator.init({ timeoutMs: 0 })).rejects.toThrow(/options.timeoutMs/);
     expect(() => ck.apspBandOf(0, 2, 0)).toThrow(RangeError);
     expect(() => ck.apspBandOf(10, 2, 2)).toThrow(RangeError);
+    // Graphs larger than one GPU: up to APSP_DIST_MAX_N, beyond the one-GPU limit.
+    expect(ck.APSP_DIST_MAX_N).toBeGreaterThan(ck.APSP_MAX_N);
+    expect(ck.apspBandOf(ck.APSP_DIST_MAX_N, 2, 1).rows).toBe(ck.APSP_DIST_MAX_N / 2);
+    expect(() => ck.apspBandOf(ck.APSP_DIST_MAX_N + 1, 2, 0)).toThrow(/n must be an integer in \[1, 262144\]/);
     await expect(ck.apspDistributed({} as never, { file: 'x' })).rejects.toThrow(/comm must be a Communicator/);
+    await expect(ck.apspBellmanCheck({} as never, { n: 10, band: null }, {})).rejects.toThrow(
+      /comm must be a Communicator/,
+    );
   });
 
   test('apspBandOf: whole 128-row tile rows, bands differ by at most one tile row, every row once', () => {
@@ -401,6 +408,8 @@ describe('NCCL loaded at run time', () => {
       [1000, 3],
       [32768, 2],
       [300, 7],
+      [200064, 2],
+      [200000, 3],
     ]) {
       const bands = Array.from({ length: size }, (_, r) => ck.apspBandOf(n, size, r));
       let next = 0;

@@ -2,10 +2,11 @@
 import * as fs from 'node:fs';
 
 import { checkArray, copyDevice, type DeviceArray, empty, upload } from '../array';
+import { randomArray } from '../cpu/index';
 import { INF } from '../ops/apsp-spec';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
-import { APSP_MAX_N, type RandomGraphOptions } from '../ops/apsp';
+import { APSP_DIST_MAX_N, type RandomGraphOptions } from '../ops/apsp';
 import { reduce } from '../ops/scan';
 import { Communicator } from './communicator';
 import { asNcclError } from './nccl';
@@ -22,7 +23,7 @@ export interface ApspRows {
  * row; ranks beyond the number of tile rows hold none).
  */
 export function apspBandOf(n: number, size: number, rank: number): ApspRows {
-  checkInteger('n', n, 1, APSP_MAX_N);
+  checkInteger('n', n, 1, APSP_DIST_MAX_N);
   checkInteger('size', size, 1, 1 << 20);
   checkInteger('rank', rank, 0, size - 1);
   const [row0, rows] = native.apspDistBand(n, size, rank);
@@ -105,7 +106,7 @@ function readHeader(file: string): number {
     if (fs.readSync(fd, head, 0, 4, 0) !== 4) throw new RangeError(`${file}: too short for a binary graph header`);
     const n = head.readInt32LE(0);
     const size = fs.fstatSync(fd).size;
-    if (n < 1 || n > APSP_MAX_N || size !== 4 + n * n * 4) {
+    if (n < 1 || n > APSP_DIST_MAX_N || size !== 4 + n * n * 4) {
       throw new RangeError(`${file}: not a binary graph file (header n = ${n}, ${size} bytes)`);
     }
     return n;
@@ -155,7 +156,7 @@ async function agree(comm: Communicator, n: number, failure: unknown, step: stri
 }
 
 function checkN(name: string, n: unknown): number {
-  return checkInteger(name, n, 1, APSP_MAX_N);
+  return checkInteger(name, n, 1, APSP_DIST_MAX_N);
 }
 
 /**
@@ -387,4 +388,111 @@ export async function apspDistributed(
     if (owned) band?.free();
     out?.free();
   }
+}
+
+/** Options of {@link apspBellmanCheck}. */
+export interface ApspBellmanOptions {
+  /** Pairs (i, j) to check, drawn at random; every 16th is a diagonal pair (default 256). */
+  samples?: number;
+  /** Seed of the draw (default 1); every rank must pass the same. */
+  seed?: number;
+}
+
+/** What {@link apspBellmanCheck} found; every rank gets the same report. */
+export interface ApspBellmanReport {
+  /** The pairs checked, i then j (2 × `samples` entries). */
+  pairs: Int32Array;
+  /** How many of them fail the equation. */
+  failed: number;
+  /** The first few failures: the distance found and what the equation gives. */
+  mismatches: { i: number; j: number; got: number; want: number }[];
+}
+
+/**
+ * Spot-checks a distributed result on the random graph it was computed from, for graphs too large
+ * to compare with anything else: on sampled pairs (i, j), the Bellman equation
+ * d[i][j] = min over k ≠ i of (w[i][k] + d[k][j]) (and d[i][i] = 0), which with positive weights only
+ * the shortest distances satisfy. Each rank takes the minimum over its own rows k on its GPU,
+ * recomputing w[i][k] from the graph's hash instead of storing the graph, and an all-reduce takes the
+ * minimum over the ranks. Call it on every rank with that rank's band ({@link apspDistributed} with
+ * output `band`) and the `random` options of the run's input; weights must be ≥ 1
+ * (`minWeight` ≥ 1), as zero-weight cycles make the equation hold for other matrices too.
+ *
+ * @example
+ * ```ts
+ * const random = { density: 0.05, minWeight: 1, maxWeight: 1000, seed: 7 };
+ * const res = await apspDistributed(comm, { random, n: 200064 });
+ * const report = await apspBellmanCheck(comm, res, random, { samples: 300 });
+ * if (report.failed > 0) throw new Error(JSON.stringify(report.mismatches));
+ * ```
+ */
+export async function apspBellmanCheck(
+  comm: Communicator,
+  result: Pick<ApspDistResult, 'n' | 'band'>,
+  random: ApspRandomInput,
+  options: ApspBellmanOptions = {},
+): Promise<ApspBellmanReport> {
+  if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
+  if (typeof result !== 'object' || result === null) throw typeError('result', 'an apspDistributed result', result);
+  if (typeof random !== 'object' || random === null) throw typeError('random', 'an object', random);
+  const n = checkN('result.n', result.n);
+  const samples = checkInteger('options.samples', options.samples ?? 256, 1, 1 << 20);
+  const seed = checkInteger('options.seed', options.seed ?? 1);
+  const density = random.density ?? 0.1;
+  if (typeof density !== 'number' || !(density >= 0 && density <= 1))
+    throw rangeError('random.density', 'a number in [0, 1]', density);
+  const minWeight = checkInteger('random.minWeight', random.minWeight ?? 1, 1, INF - 1);
+  const maxWeight = checkInteger('random.maxWeight', random.maxWeight ?? 1000, minWeight, INF - 1);
+  const graphSeed = checkInteger('random.seed', random.seed ?? 1);
+  const { device } = comm;
+  const { row0, rows } = apspBandOf(n, comm.size, comm.rank);
+  const band = result.band;
+  if (rows > 0) {
+    checkArray('result.band', band, 'int32');
+    const b = band as DeviceArray<'int32'>;
+    if (b.device !== device)
+      throw rangeError('result.band', `on the communicator's device ${device}`, `device ${b.device}`);
+    if (b.length !== rows * n)
+      throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, `${b.length} elements`);
+  }
+  // The same pairs on every rank: a deterministic draw from the seed.
+  const draw = randomArray(Float64Array, 2 * samples, seed);
+  const pairs = new Int32Array(2 * samples);
+  for (let p = 0; p < samples; p++) {
+    const i = Math.min(n - 1, Math.floor(((draw[2 * p] + 1) / 2) * n));
+    const j = p % 16 === 15 ? i : Math.min(n - 1, Math.floor(((draw[2 * p + 1] + 1) / 2) * n));
+    pairs[2 * p] = i;
+    pairs[2 * p + 1] = j;
+  }
+  using onDevice = upload(pairs, { device });
+  using partial = empty('int32', samples, { device });
+  using own = empty('int32', samples, { device });
+  native.apspBellmanPartial(
+    rows > 0 ? (band as DeviceArray<'int32'>).handle('result.band') : null,
+    n,
+    row0,
+    rows,
+    onDevice.handle(),
+    partial.handle(),
+    own.handle(),
+    density,
+    minWeight,
+    maxWeight,
+    graphSeed,
+  );
+  await comm.allReduce(partial, 'min');
+  await comm.allReduce(own, 'min');
+  const [viaK, got] = [await partial.toHost(), await own.toHost()];
+  const mismatches: ApspBellmanReport['mismatches'] = [];
+  let failed = 0;
+  for (let p = 0; p < samples; p++) {
+    const i = pairs[2 * p];
+    const j = pairs[2 * p + 1];
+    const want = i === j ? 0 : viaK[p];
+    if (got[p] !== want) {
+      failed++;
+      if (mismatches.length < 10) mismatches.push({ i, j, got: got[p], want });
+    }
+  }
+  return { pairs, failed, mismatches };
 }

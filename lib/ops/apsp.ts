@@ -13,6 +13,12 @@ export { INF };
 export const APSP_MAX_N = 131072;
 
 /**
+ * Largest vertex count `apspDistributed` accepts: its matrix is spread over the ranks (n = 262144 is
+ * 256 GiB of int32 in all), and the band kernels' tile counts and offsets stay in range up to there.
+ */
+export const APSP_DIST_MAX_N = 262144;
+
+/**
  * The APSP variants (blocked Floyd–Warshall), in the order of native/apsp/methods.cc (the test suite
  * checks the two agree).
  *

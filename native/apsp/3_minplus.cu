@@ -280,7 +280,7 @@ cudaError_t launchFastMinPlus(const TileJob& job, const TileJob* second, cudaStr
   if (first + more == 0) return cudaSuccess;
   // One leading dimension for both jobs: a kernel parameter, read from the constant bank, costs no register.
   // Offsets within a tile (at most 128 rows times ld) are then 32-bit.
-  if ((second && second->ld != job.ld) || job.ld > kMaxN) return cudaErrorInvalidValue;
+  if ((second && second->ld != job.ld) || job.ld > kMaxDistN) return cudaErrorInvalidValue;
   if (first + more > INT_MAX) return cudaErrorInvalidValue;
   const cudaError_t err = cudaFuncSetAttribute(
       apsp_fast_minplus_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kFastSmem));

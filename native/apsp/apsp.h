@@ -26,8 +26,13 @@ namespace apsp {
 // every entry ≤ kInf without an explicit clamp (a path whose length reaches kInf reads as kInf).
 constexpr int32_t kInf = 0x3fffffff;
 
-// Largest n accepted: n² int32 is then 64 GiB, and every tile count below fits in an int.
+// Largest n accepted on one GPU or in one process: n² int32 is then 64 GiB, and every tile count below
+// fits in an int.
 constexpr int64_t kMaxN = 131072;
+// Largest n of the distributed band scheme (native/dist/apsp.cc), whose matrix is spread over the
+// ranks: 2048 tile rows, so a band's tile count (≤ 2048²) fits in an int and an offset inside a tile
+// row (128 rows × ld ≤ 2^25 elements) fits in 32 bits, as the min-plus kernel assumes.
+constexpr int64_t kMaxDistN = 262144;
 
 // Called between rounds with the number of rounds completed and the total; may throw (the run stops
 // enqueuing rounds, and its workspace is released in stream order).
@@ -103,9 +108,32 @@ cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int3
 // Depends only on `seed`.
 cudaError_t launchRandomGraph(int32_t* out, int64_t n, double density, int32_t minWeight, int32_t maxWeight,
                               uint64_t seed, cudaStream_t stream);
-// Rows row0 … row0 + rows − 1 of the same graph into `out` (rows × n), for a band made on its own device.
+// Rows row0 … row0 + rows − 1 of the same graph into `out` (rows × n), for a band made on its own device;
+// n up to kMaxDistN.
 cudaError_t launchRandomGraphRows(int32_t* out, int64_t n, int64_t row0, int64_t rows, double density,
                                   int32_t minWeight, int32_t maxWeight, uint64_t seed, cudaStream_t stream);
+
+// The generator's parameters in the form the kernels use: P(edge) = threshold / 2^32, weights in
+// [minWeight, minWeight + span − 1].
+struct RandomGraphParams {
+  int64_t n = 0;
+  uint64_t threshold = 0;
+  int32_t minWeight = 0;
+  uint32_t span = 1;
+  uint64_t seed = 0;
+};
+
+// Checks the generator's arguments (n ≤ kMaxDistN) and fills `g`; false when one is out of range.
+bool randomGraphParams(int64_t n, double density, int32_t minWeight, int32_t maxWeight, uint64_t seed,
+                       RandomGraphParams* g);
+
+// bellman_check.cu. For each of `count` pairs (i, j) (`pairs`: 2·count int32 on the device, i then j,
+// both < g.n): partial[p] = min(kInf, min over this band's rows k ∈ [row0, row0 + rows), k ≠ i, of
+// w(i, k) + band[(k − row0)·n + j]) with w the random graph of `g`, and own[p] = band[(i − row0)·n + j]
+// when row i lies in the band, else INT32_MAX. The band is rows × n, int32.
+cudaError_t launchBellmanPartial(const int32_t* band, int64_t row0, int64_t rows, const RandomGraphParams& g,
+                                 const int32_t* pairs, int count, int32_t* partial, int32_t* own,
+                                 cudaStream_t stream);
 
 }  // namespace apsp
 }  // namespace ck

@@ -64,8 +64,8 @@ void apspBandRows(int64_t n, int size, int rank, int64_t* row0, int64_t* rows) {
 
 void apspDistributed(Comm& comm, const int32_t* in, int32_t* out, int64_t n,
                      const std::function<void(int done, int rounds)>& progress) {
-  if (n < 1 || n > apsp::kMaxN)
-    throw CudaFailure("cudaErrorInvalidValue", "apspDistributed", "n must be in [1, 131072]");
+  if (n < 1 || n > apsp::kMaxDistN)
+    throw CudaFailure("cudaErrorInvalidValue", "apspDistributed", "n must be in [1, 262144]");
   const nccl::Api& api = nccl::api();
   const int size = comm.size(), rank = comm.rank();
   const int64_t np = (n + kT - 1) / kT * kT, T = np / kT;

@@ -5,6 +5,7 @@
 
 #include <napi.h>
 
+#include <climits>
 #include <string>
 #include <unordered_map>
 
@@ -391,7 +392,7 @@ Napi::Value apspDistRun(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   JsComm& j = liveComm(info[0], "comm");
   const int64_t n = countArg(info, 3, "n");
-  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  if (n < 1 || n > apsp::kMaxDistN) throw Napi::RangeError::New(env, "n must be in [1, 262144]");
   Comm& c = *j.comm;
   int64_t row0 = 0, rows = 0;
   apspBandRows(n, c.size(), c.rank(), &row0, &rows);
@@ -460,7 +461,7 @@ Napi::Value apspRandomGraphRows(const Napi::CallbackInfo& info) {
   const double density = numberArg(info, 4, "density");
   const int minWeight = intArg(info, 5, "minWeight"), maxWeight = intArg(info, 6, "maxWeight");
   const int64_t seed = countArg(info, 7, "seed");
-  if (n < 1 || n > apsp::kMaxN) throw Napi::RangeError::New(env, "n must be in [1, 131072]");
+  if (n < 1 || n > apsp::kMaxDistN) throw Napi::RangeError::New(env, "n must be in [1, 262144]");
   if (row0 > n || rows > n - row0) throw Napi::RangeError::New(env, "rows must lie inside the matrix");
   if (out.dtype != Dtype::Int32 || out.length != static_cast<uint64_t>(rows) * static_cast<uint64_t>(n))
     throw Napi::RangeError::New(env, "out must be int32 with rows × n elements");
@@ -471,6 +472,49 @@ Napi::Value apspRandomGraphRows(const Napi::CallbackInfo& info) {
     check(apsp::launchRandomGraphRows(out.as<int32_t>(), n, row0, rows, density, minWeight, maxWeight,
                                       static_cast<uint64_t>(seed), libraryStream(out.device)),
           "apsp random graph rows");
+  });
+  return env.Undefined();
+}
+
+// apspBellmanPartial(band | null, n, row0, rows, pairs, partial, own, density, minWeight, maxWeight, seed):
+// this rank's part of the Bellman check of its band (rows × n, int32) against the random graph of
+// those parameters, for the pairs in `pairs` (int32, i then j); see apsp::launchBellmanPartial.
+Napi::Value apspBellmanPartial(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int64_t n = countArg(info, 1, "n"), row0 = countArg(info, 2, "row0"),
+                rows = countArg(info, 3, "rows");
+  if (n < 1 || n > apsp::kMaxDistN) throw Napi::RangeError::New(env, "n must be in [1, 262144]");
+  if (row0 > n || rows > n - row0) throw Napi::RangeError::New(env, "rows must lie inside the matrix");
+  const DeviceBuffer* band = nullptr;
+  if (rows > 0) {
+    band = &unwrapBuffer(info[0], "band");
+    if (band->dtype != Dtype::Int32 || band->length != static_cast<uint64_t>(rows) * static_cast<uint64_t>(n))
+      throw Napi::RangeError::New(env, "band must be int32 with rows × n elements");
+  }
+  const DeviceBuffer& pairs = unwrapBuffer(info[4], "pairs");
+  DeviceBuffer& partial = unwrapOutput(info[5], "partial");
+  DeviceBuffer& own = unwrapOutput(info[6], "own");
+  if (pairs.dtype != Dtype::Int32 || pairs.length % 2 != 0 ||
+      pairs.length / 2 > static_cast<uint64_t>(INT_MAX))
+    throw Napi::RangeError::New(env, "pairs must be int32 (i, j) pairs");
+  const uint64_t count = pairs.length / 2;
+  for (const DeviceBuffer* b : {&partial, &own})
+    if (b->dtype != Dtype::Int32 || b->length != count)
+      throw Napi::RangeError::New(env, "partial and own must be int32 with one element per pair");
+  for (const DeviceBuffer* b :
+       {band, &pairs, static_cast<const DeviceBuffer*>(&partial), static_cast<const DeviceBuffer*>(&own)})
+    if (b && b->device != pairs.device)
+      throw Napi::RangeError::New(env, "band, pairs, partial and own must be on one device");
+  apsp::RandomGraphParams g;
+  if (!apsp::randomGraphParams(n, numberArg(info, 7, "density"), intArg(info, 8, "minWeight"),
+                               intArg(info, 9, "maxWeight"),
+                               static_cast<uint64_t>(countArg(info, 10, "seed")), &g))
+    throw Napi::RangeError::New(env, "density must be in [0, 1] and 0 <= minWeight <= maxWeight < INF");
+  guard(env, [&] {
+    check(apsp::launchBellmanPartial(band ? band->as<int32_t>() : nullptr, row0, rows, g, pairs.as<int32_t>(),
+                                     static_cast<int>(count), partial.as<int32_t>(), own.as<int32_t>(),
+                                     libraryStream(pairs.device)),
+          "apsp Bellman check");
   });
   return env.Undefined();
 }
@@ -507,6 +551,7 @@ void registerDist(Napi::Env env, Napi::Object exports) {
   exports.Set("apspDistBand", Napi::Function::New(env, dist::apspDistBand, "apspDistBand"));
   exports.Set("apspRandomGraphRows",
               Napi::Function::New(env, dist::apspRandomGraphRows, "apspRandomGraphRows"));
+  exports.Set("apspBellmanPartial", Napi::Function::New(env, dist::apspBellmanPartial, "apspBellmanPartial"));
 }
 
 }  // namespace ck

@@ -248,6 +248,51 @@ async function collectives(): Promise<void> {
 // apsp: the distributed APSP against cpu.apsp, every input and output kind; and against the
 // single-GPU `fast` at a larger n.
 
+// The Bellman spot check (the check of graphs larger than one GPU) on an exact result: it passes, and
+// it fails for a distance one off on a sampled pair (on whichever rank holds it) and for the wrong graph.
+async function bellmanChecks(comm: ck.Communicator, res: ck.ApspDistResult, opts: ck.ApspRandomInput): Promise<void> {
+  const { n, row0, rows } = res;
+  const label = `Bellman check, n=${n}`;
+  const good = await ck.apspBellmanCheck(comm, res, opts, { samples: 200, seed: 9 });
+  check(
+    good.failed === 0 && good.pairs.length === 400,
+    `${label}: ${good.failed} failures ${JSON.stringify(good.mismatches)}`,
+  );
+  const i = good.pairs[2];
+  const j = good.pairs[3];
+  check(i !== j, `${label}: sampled pair 1 is off the diagonal`);
+  const mine = rows > 0 && i >= row0 && i < row0 + rows && res.band !== null;
+  const at = (i - row0) * n + j;
+  using one = ck.empty('int32', 1, { device: comm.device });
+  if (mine) ck.copyDevice(one, res.band as DeviceArray<'int32'>, { srcOffset: at, count: 1 });
+  const d = mine ? (await one.toHost())[0] : 0;
+  for (const delta of [1, -1]) {
+    if (mine) {
+      one.copyFrom(Int32Array.of(d + delta));
+      ck.copyDevice(res.band as DeviceArray<'int32'>, one, { dstOffset: at, count: 1 });
+    }
+    const bad = await ck.apspBellmanCheck(comm, res, opts, { samples: 200, seed: 9 });
+    const hit = bad.mismatches.find((m) => m.i === i && m.j === j);
+    check(
+      bad.failed >= 1 && hit !== undefined,
+      `${label}: d[${i}][${j}] ${delta > 0 ? '+' : ''}${delta} caught: ${JSON.stringify(bad.mismatches)}`,
+    );
+  }
+  if (mine) {
+    one.copyFrom(Int32Array.of(d));
+    ck.copyDevice(res.band as DeviceArray<'int32'>, one, { dstOffset: at, count: 1 });
+  }
+  const wrong = await ck.apspBellmanCheck(
+    comm,
+    res,
+    { ...opts, seed: (opts.seed ?? 1) + 1 },
+    { samples: 200, seed: 9 },
+  );
+  check(wrong.failed > 100, `${label}: against another graph, ${wrong.failed} of 200 pairs fail`);
+  const again = await ck.apspBellmanCheck(comm, res, opts, { samples: 200, seed: 9 });
+  check(again.failed === 0, `${label}: restored, ${again.failed} failures`);
+}
+
 async function apspMode(): Promise<void> {
   const sizes = (process.argv[3] ?? '1,7,17,33,129,257,1000,1300').split(',').map(Number);
   const bigN = Number(process.argv[4] ?? 0);
@@ -342,6 +387,7 @@ async function apspMode(): Promise<void> {
       const err = res.band ? ck.deviceRelativeError(res.band, mine) : rows === 0 ? 0 : NaN;
       check(err === 0, `apsp n=${bigN} random bands vs single-GPU fast: relative error ${err}`);
     }
+    await bellmanChecks(comm, res, opts);
     res.band?.free();
   }
   comm.destroy();

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import statistics
+import time
 
 import torch
 import torch.distributed as dist
@@ -51,12 +52,14 @@ for op in ("allreduce", "broadcast"):
         for _ in range(2 * iters):
             run()
         torch.cuda.synchronize()
-        samples = []
+        samples, host = [], []  # host: ms of the calling thread per call
         for _ in range(args.reps):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
+            t = time.perf_counter()
             for _ in range(iters):
                 run()
+            host.append((time.perf_counter() - t) * 1e3 / iters)
             e.record()
             e.synchronize()
             samples.append(s.elapsed_time(e) / iters)
@@ -67,12 +70,14 @@ for op in ("allreduce", "broadcast"):
         ok = all(a[i].item() == want for i in (0, n // 2, n - 1))
         ms = max_over_ranks(statistics.median(samples))
         ok_all = max_over_ranks(0.0 if ok else 1.0) == 0.0
+        host_ms = max_over_ranks(statistics.median(host))
         alg = nbytes / (ms * 1e-3) / 1e9
         bus = alg * 2 * (size - 1) / size if op == "allreduce" else alg
         if rank == 0:
             print("CK-BENCH " + json.dumps({
                 "op": op, "bytes": nbytes, "ms": ms, "busBw": bus, "check": "ok" if ok_all else "fail",
                 "spread": [min(samples), max(samples)], "reps": args.reps, "iters": iters,
+                "hostMs": host_ms,
                 "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
             }), flush=True)
 
