@@ -176,12 +176,20 @@ console.log(JSON.stringify({ rank: r, size: process.env.WORLD_SIZE, local: proce
 console.error('to stderr from ' + r);
 const mode = process.env.CK_MODE;
 if (!mode) process.stdout.write('no newline at the end ' + r);
-if (mode === 'fail' && r === '1') setTimeout(() => process.exit(7), 300);
-else if (mode === 'fail' || mode === 'signal') {
+// With CK_READY_DIR, rank 1 fails only once every other rank has its handlers (each leaves a file
+// there), so that many ranks starting slowly on a busy machine still see the SIGTERM.
+const ready = process.env.CK_READY_DIR;
+if (mode === 'fail' && r === '1') {
+  const others = Number(process.env.WORLD_SIZE) - 1;
+  const fail = () => process.exit(7);
+  if (!ready) setTimeout(fail, 300);
+  else setInterval(() => { if (require('fs').readdirSync(ready).length >= others) fail(); }, 50);
+} else if (mode === 'fail' || mode === 'signal') {
   process.on('SIGTERM', () => { console.log('SIGTERM in ' + r); process.exit(143); });
   process.on('SIGINT', () => { console.log('SIGINT in ' + r); process.exit(130); });
   setInterval(() => {}, 1000);
   console.log('waiting ' + r);
+  if (ready) require('fs').writeFileSync(require('path').join(ready, r), '');
 } else if (mode === 'stubborn') {
   process.on('SIGTERM', () => console.log('ignoring SIGTERM in ' + r));
   if (r === '0') setTimeout(() => process.exit(3), 300);
@@ -279,6 +287,30 @@ describe('cuda-kernels launch', () => {
     expect(r.stdout).toContain('[rank0]: SIGTERM in 0');
     expect(r.stdout).toContain('[rank2]: SIGTERM in 2');
     expect(r.ms).toBeLessThan(20_000);
+  });
+
+  // The rank counts of the 4- and 8-GPU runs (issue 17), here with CPU-only ranks.
+  test.each([4, 8])('%i ranks: each once with its variables; rank 1 failing stops all the others', async (n) => {
+    const ok = await collect(startLauncher(['--nproc-per-node', String(n), script]));
+    expect(ok.code).toBe(0);
+    const seen = ok.stdout
+      .split('\n')
+      .filter((l) => l.includes('{'))
+      .map((l) => {
+        const m = /^\[rank(\d+)\]: (\{.*\})$/.exec(l);
+        expect(m).not.toBeNull();
+        const j = JSON.parse(m![2]) as Record<string, string>;
+        expect(j).toMatchObject({ rank: m![1], size: String(n), local: m![1], localSize: String(n), nvls: '0' });
+        return Number(j.rank);
+      });
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: n }, (_, r) => r));
+    const readyDir = fs.mkdtempSync(path.join(tmp, 'ready-'));
+    const bad = await collect(
+      startLauncher(['--nproc-per-node', String(n), script], { CK_MODE: 'fail', CK_READY_DIR: readyDir }),
+    );
+    expect(bad.code).toBe(7);
+    expect(bad.stderr).toMatch(new RegExp(`launch: rank 1 exited with code 7; stopping the other ${n - 1} ranks`));
+    for (let r = 0; r < n; r++) if (r !== 1) expect(bad.stdout).toContain(`[rank${r}]: SIGTERM in ${r}`);
   });
 
   test('a rank that ignores SIGTERM is killed after --kill-timeout', async () => {
