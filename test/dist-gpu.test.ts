@@ -225,6 +225,60 @@ describeNccl('NCCL communicators across processes', () => {
 });
 
 describeNccl('distributed APSP across processes', () => {
+  test('4 ranks, one killed (SIGKILL) after its third round: the others get an NcclError within timeoutMs and exit by themselves', async () => {
+    const timeoutMs = 5000;
+    const ranks = 4;
+    const victim = 2;
+    const p = port();
+    const procs = Array.from({ length: ranks }, (_, rank) =>
+      spawn(process.execPath, [rankScript, 'kill-apsp', '4096'], {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: baseEnv(ranks, {
+          RANK: String(rank),
+          WORLD_SIZE: String(ranks),
+          LOCAL_RANK: String(rank),
+          LOCAL_WORLD_SIZE: String(ranks),
+          MASTER_ADDR: '127.0.0.1',
+          MASTER_PORT: p,
+          CK_TIMEOUT_MS: String(timeoutMs),
+          CK_KILL_RANK: String(victim),
+        }),
+      }),
+    );
+    const out = procs.map(() => '');
+    const err = procs.map(() => '');
+    const ended = procs.map(
+      (c, i) =>
+        new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => {
+          c.stdout?.on('data', (d: Buffer) => (out[i] += d.toString()));
+          c.stderr?.on('data', (d: Buffer) => (err[i] += d.toString()));
+          c.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
+        }),
+    );
+    const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), 150_000);
+    const exits = await Promise.all(ended);
+    clearTimeout(guard);
+    const detail = out.map((o, i) => `rank ${i} stdout:\n${o}\nstderr:\n${err[i]}`).join('\n');
+    if (exits[victim].signal !== 'SIGKILL') throw new Error(`rank ${victim} was not killed\n${detail}`);
+    const diedAt = exits[victim].at;
+    const notes: string[] = [];
+    for (let r = 0; r < ranks; r++) {
+      if (r === victim) continue;
+      const [res] = results(out[r]);
+      if (!res || res.failures.length > 0 || exits[r].code !== 0) {
+        throw new Error(`rank ${r}: ${JSON.stringify(exits[r])} ${JSON.stringify(res)}\n${detail}`);
+      }
+      const errorAt = Number(/error at (\d+)/.exec(out[r])?.[1]);
+      expect(errorAt - diedAt).toBeLessThan(timeoutMs + 5000);
+      expect(exits[r].at - diedAt).toBeLessThan(timeoutMs + 30_000);
+      notes.push(`rank ${r}: ${String(res.code)} ${errorAt - diedAt} ms after, round ${String(res.rounds)}`);
+    }
+    report(
+      `apspDistributed, 4 ranks, rank ${victim} killed after round 3: ${notes.join('; ')} (timeoutMs ${timeoutMs})`,
+    );
+  }, 180_000);
+
   test(`2 ranks: equal to cpu.apsp for n = ${APSP_SIZES} (every input and output kind), and to single-GPU fast at n = ${BIG_N}`, () => {
     const res = expectAllPassed(
       `apsp, launch, 2 ranks, n = ${APSP_SIZES} and ${BIG_N}`,

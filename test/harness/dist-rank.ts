@@ -522,6 +522,44 @@ async function killMode(): Promise<void> {
   // No destroy and no exit call: the process must end by itself.
 }
 
+// kill-apsp: every rank runs apspDistributed; rank CK_KILL_RANK kills itself (SIGKILL) once its
+// third round is done. Every other rank must get an NcclError within the timeout (from the broadcast
+// that never completes or NCCL's own error), keep its arrays usable, and end by itself.
+async function killApspMode(): Promise<void> {
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 5000);
+  const n = Number(process.argv[3] ?? 4096);
+  const comm = await init(timeoutMs);
+  const { rank, size, device } = comm;
+  const victim = Number(process.env.CK_KILL_RANK ?? size - 1);
+  let error: unknown = null;
+  let rounds = 0;
+  try {
+    const res = await ck.apspDistributed(
+      comm,
+      { random: { density: 0.05, seed: 5 }, n },
+      {
+        onRound: (done) => {
+          rounds = done;
+          if (rank === victim && done === 3) {
+            console.log(`rank ${rank} killed at ${Date.now()}`);
+            process.kill(process.pid, 'SIGKILL');
+          }
+        },
+      },
+    );
+    res.band?.free();
+  } catch (e) {
+    error = e;
+  }
+  console.log(`rank ${rank} error at ${Date.now()} after round ${rounds}: ${String(error)}`);
+  check(error instanceof ck.NcclError, `rank ${rank} got ${String(error)}`);
+  check(rounds < Math.ceil(n / 128), `rank ${rank} stopped before the last round (${rounds})`);
+  check(comm.failure !== null, 'the communicator reports the failure');
+  using a = ck.full('int32', 1000, 3, { device });
+  check((await a.toHost())[999] === 3, 'the device usable after the abort');
+  finish({ rank, rounds, code: error instanceof ck.NcclError ? error.code : null, timeoutMs });
+}
+
 // lonely: rank 0 of 2 whose peer never comes; init must fail within the timeout.
 async function lonelyMode(): Promise<void> {
   const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 3000);
@@ -540,6 +578,7 @@ const modes: Record<string, () => Promise<void>> = {
   apsp: apspMode,
   mlp: mlpMode,
   kill: killMode,
+  'kill-apsp': killApspMode,
   lonely: lonelyMode,
 };
 
