@@ -459,15 +459,24 @@ describe('NCCL loaded at run time', () => {
 
 describe('the multi-process benchmarks', () => {
   test('one rank per GPU; on fewer than 2 GPUs they skip unless CK_BENCH_RANKS asks for ranks sharing GPUs (no speed figure)', () => {
-    expect(rankPlan({}, 4)).toEqual({ ranks: 4, shared: false });
-    expect(rankPlan({}, 1)).toMatchObject({ ranks: 0, reason: expect.stringMatching(/needs 2 GPUs/) });
+    expect(rankPlan({}, 2)).toEqual({ ranks: 2, counts: [2], shared: false });
+    expect(rankPlan({}, 1)).toMatchObject({ ranks: 0, counts: [], reason: expect.stringMatching(/needs 2 GPUs/) });
     expect(rankPlan({}, 0).ranks).toBe(0);
-    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 1)).toEqual({ ranks: 2, shared: true });
-    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 2)).toEqual({ ranks: 2, shared: false });
+    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 1)).toEqual({ ranks: 2, counts: [2], shared: true });
+    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 2)).toEqual({ ranks: 2, counts: [2], shared: false });
     expect(rankPlan({ CK_BENCH_RANKS: '1' }, 2)).toMatchObject({
       ranks: 0,
       reason: expect.stringMatching(/CK_BENCH_RANKS/),
     });
+    expect(rankPlan({ CK_BENCH_RANKS: '2,x' }, 2).ranks).toBe(0);
+  });
+
+  test('the scaling runs: every power of two up to the GPUs present (and their number), or the listed counts, in one run', () => {
+    expect(rankPlan({}, 4)).toEqual({ ranks: 4, counts: [2, 4], shared: false });
+    expect(rankPlan({}, 8)).toEqual({ ranks: 8, counts: [2, 4, 8], shared: false });
+    expect(rankPlan({}, 6)).toEqual({ ranks: 6, counts: [2, 4, 6], shared: false });
+    expect(rankPlan({ CK_BENCH_RANKS: '4,2,4' }, 8)).toEqual({ ranks: 4, counts: [2, 4], shared: false });
+    expect(rankPlan({ CK_BENCH_RANKS: '2,4' }, 1)).toEqual({ ranks: 4, counts: [2, 4], shared: true });
   });
 });
 
