@@ -2,7 +2,7 @@
 // (under `cuda-kernels launch`, under mpirun, or directly) and reads their `CK-RESULT` lines. With
 // fewer GPUs than ranks, the ranks share GPUs (each its own NCCL_HOSTID, so NCCL joins them over its
 // socket transport): every behaviour is checked, no speed is measured. Skipped without a GPU or NCCL.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -50,6 +50,41 @@ function baseEnv(ranks: number, extra: Record<string, string> = {}): Record<stri
   // The parent's own variables must not leak into the ranks' conventions.
   for (const k of ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'NCCL_COMM_ID']) if (!(k in extra)) delete env[k];
   return env;
+}
+
+/** Ranks of dist-rank.ts in `mode`, started directly (no launcher, which would stop the others when
+ * one dies), with their output collected and their exits as promises. */
+function startRanks(ranks: number, argv: string[], extra: Record<string, string>) {
+  const p = port();
+  const procs = Array.from({ length: ranks }, (_, rank) =>
+    spawn(process.execPath, [rankScript, ...argv], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: baseEnv(ranks, {
+        RANK: String(rank),
+        WORLD_SIZE: String(ranks),
+        LOCAL_RANK: String(rank),
+        LOCAL_WORLD_SIZE: String(ranks),
+        MASTER_ADDR: '127.0.0.1',
+        MASTER_PORT: p,
+        ...extra,
+      }),
+    }),
+  );
+  const out = procs.map(() => '');
+  const err = procs.map(() => '');
+  const ended = procs.map(
+    (c, i) =>
+      new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => {
+        c.stdout?.on('data', (d: Buffer) => (out[i] += d.toString()));
+        c.stderr?.on('data', (d: Buffer) => (err[i] += d.toString()));
+        c.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
+      }),
+  );
+  const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), 150_000);
+  const exits = Promise.all(ended).finally(() => clearTimeout(guard));
+  const detail = () => out.map((o, i) => `rank ${i} stdout:\n${o}\nstderr:\n${err[i]}`).join('\n');
+  return { out, exits, detail };
 }
 
 interface RankResult {
@@ -180,40 +215,12 @@ describeNccl('NCCL communicators across processes', () => {
 
   test('a rank killed (SIGKILL) mid-collective: the other gets an NcclError within timeoutMs and exits by itself', async () => {
     const timeoutMs = 5000;
-    const p = port();
-    const start = (rank: number): ChildProcess =>
-      spawn(process.execPath, [rankScript, 'kill'], {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: baseEnv(2, {
-          RANK: String(rank),
-          WORLD_SIZE: '2',
-          LOCAL_RANK: String(rank),
-          LOCAL_WORLD_SIZE: '2',
-          MASTER_ADDR: '127.0.0.1',
-          MASTER_PORT: p,
-          CK_TIMEOUT_MS: String(timeoutMs),
-        }),
-      });
-    const procs = [start(0), start(1)];
-    const out = ['', ''];
-    const err = ['', ''];
-    const ended = procs.map(
-      (c, i) =>
-        new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => {
-          c.stdout?.on('data', (d: Buffer) => (out[i] += d.toString()));
-          c.stderr?.on('data', (d: Buffer) => (err[i] += d.toString()));
-          c.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
-        }),
-    );
-    const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), 150_000);
-    const [e0, e1] = await Promise.all(ended);
-    clearTimeout(guard);
-    const detail = `rank 0 stdout:\n${out[0]}\nstderr:\n${err[0]}\nrank 1 stdout:\n${out[1]}\nstderr:\n${err[1]}`;
-    if (e1.signal !== 'SIGKILL') throw new Error(`rank 1 was not killed: ${JSON.stringify(e1)}\n${detail}`);
+    const { out, exits, detail } = startRanks(2, ['kill'], { CK_TIMEOUT_MS: String(timeoutMs) });
+    const [e0, e1] = await exits;
+    if (e1.signal !== 'SIGKILL') throw new Error(`rank 1 was not killed: ${JSON.stringify(e1)}\n${detail()}`);
     const errorAt = Number(/error at (\d+)/.exec(out[0])?.[1]);
     const [res] = results(out[0]);
-    if (!res || res.failures.length > 0 || e0.code !== 0) throw new Error(`rank 0: ${JSON.stringify(e0)}\n${detail}`);
+    if (!res || res.failures.length > 0 || e0.code !== 0) throw new Error(`rank 0: ${JSON.stringify(e0)}\n${detail()}`);
     const detect = errorAt - e1.at;
     const exitAfter = e0.at - e1.at;
     report(
@@ -229,37 +236,13 @@ describeNccl('distributed APSP across processes', () => {
     const timeoutMs = 5000;
     const ranks = 4;
     const victim = 2;
-    const p = port();
-    const procs = Array.from({ length: ranks }, (_, rank) =>
-      spawn(process.execPath, [rankScript, 'kill-apsp', '4096'], {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: baseEnv(ranks, {
-          RANK: String(rank),
-          WORLD_SIZE: String(ranks),
-          LOCAL_RANK: String(rank),
-          LOCAL_WORLD_SIZE: String(ranks),
-          MASTER_ADDR: '127.0.0.1',
-          MASTER_PORT: p,
-          CK_TIMEOUT_MS: String(timeoutMs),
-          CK_KILL_RANK: String(victim),
-        }),
-      }),
-    );
-    const out = procs.map(() => '');
-    const err = procs.map(() => '');
-    const ended = procs.map(
-      (c, i) =>
-        new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => {
-          c.stdout?.on('data', (d: Buffer) => (out[i] += d.toString()));
-          c.stderr?.on('data', (d: Buffer) => (err[i] += d.toString()));
-          c.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
-        }),
-    );
-    const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), 150_000);
-    const exits = await Promise.all(ended);
-    clearTimeout(guard);
-    const detail = out.map((o, i) => `rank ${i} stdout:\n${o}\nstderr:\n${err[i]}`).join('\n');
+    const started = startRanks(ranks, ['kill-apsp', '4096'], {
+      CK_TIMEOUT_MS: String(timeoutMs),
+      CK_KILL_RANK: String(victim),
+    });
+    const { out } = started;
+    const exits = await started.exits;
+    const detail = started.detail();
     if (exits[victim].signal !== 'SIGKILL') throw new Error(`rank ${victim} was not killed\n${detail}`);
     const diedAt = exits[victim].at;
     const notes: string[] = [];

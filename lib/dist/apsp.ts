@@ -6,7 +6,7 @@ import { randomArray } from '../cpu/index';
 import { INF } from '../ops/apsp-spec';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
-import { APSP_DIST_MAX_N, type RandomGraphOptions } from '../ops/apsp';
+import { APSP_DIST_MAX_N, type RandomGraphOptions, randomGraphParams } from '../ops/apsp';
 import { reduce } from '../ops/scan';
 import { Communicator } from './communicator';
 import { asNcclError } from './nccl';
@@ -260,14 +260,7 @@ export async function apspDistributed(
       }
     } else if ('random' in input) {
       nLocal = checkN('input.n', input.n);
-      const o = input.random ?? {};
-      if (typeof o !== 'object') throw typeError('input.random', 'an object', o);
-      const density = o.density ?? 0.1;
-      if (typeof density !== 'number' || !(density >= 0 && density <= 1))
-        throw rangeError('input.random.density', 'a number in [0, 1]', density);
-      const minWeight = checkInteger('input.random.minWeight', o.minWeight ?? 1, 0, INF - 1);
-      const maxWeight = checkInteger('input.random.maxWeight', o.maxWeight ?? 1000, minWeight, INF - 1);
-      const seed = checkInteger('input.random.seed', o.seed ?? 1);
+      const { density, minWeight, maxWeight, seed } = randomGraphParams('input.random', input.random ?? {});
       const { row0, rows } = apspBandOf(nLocal, size, rank);
       if (rows > 0) {
         band = empty('int32', rows * nLocal, { device });
@@ -434,16 +427,11 @@ export async function apspBellmanCheck(
 ): Promise<ApspBellmanReport> {
   if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
   if (typeof result !== 'object' || result === null) throw typeError('result', 'an apspDistributed result', result);
-  if (typeof random !== 'object' || random === null) throw typeError('random', 'an object', random);
   const n = checkN('result.n', result.n);
   const samples = checkInteger('options.samples', options.samples ?? 256, 1, 1 << 20);
   const seed = checkInteger('options.seed', options.seed ?? 1);
-  const density = random.density ?? 0.1;
-  if (typeof density !== 'number' || !(density >= 0 && density <= 1))
-    throw rangeError('random.density', 'a number in [0, 1]', density);
-  const minWeight = checkInteger('random.minWeight', random.minWeight ?? 1, 1, INF - 1);
-  const maxWeight = checkInteger('random.maxWeight', random.maxWeight ?? 1000, minWeight, INF - 1);
-  const graphSeed = checkInteger('random.seed', random.seed ?? 1);
+  // Weights ≥ 1: with zero-weight cycles the equation has other solutions.
+  const { density, minWeight, maxWeight, seed: graphSeed } = randomGraphParams('random', random, 1);
   const { device } = comm;
   const { row0, rows } = apspBandOf(n, comm.size, comm.rank);
   const band = result.band;

@@ -497,6 +497,32 @@ export interface RandomGraphOptions {
   device?: number;
 }
 
+/** The generator's parameters, checked ({@link randomGraph}, and the distributed graphs made band by band). */
+export interface RandomGraphParams {
+  density: number;
+  minWeight: number;
+  maxWeight: number;
+  seed: number;
+}
+
+/**
+ * Checks random-graph options (`name` prefixes the argument in errors) and fills in the defaults;
+ * `leastWeight` is the smallest `minWeight` allowed.
+ * @internal
+ */
+export function randomGraphParams(name: string, options: unknown, leastWeight = 0): RandomGraphParams {
+  if (typeof options !== 'object' || options === null) throw typeError(name, 'an object', options);
+  const o = options as Omit<RandomGraphOptions, 'device'>;
+  const density = o.density ?? 0.1;
+  if (typeof density !== 'number' || !(density >= 0 && density <= 1)) {
+    throw rangeError(`${name}.density`, 'a number in [0, 1]', density);
+  }
+  const minWeight = checkInteger(`${name}.minWeight`, o.minWeight ?? 1, leastWeight, INF - 1);
+  const maxWeight = checkInteger(`${name}.maxWeight`, o.maxWeight ?? 1000, minWeight, INF - 1);
+  const seed = checkInteger(`${name}.seed`, o.seed ?? 1);
+  return { density, minWeight, maxWeight, seed };
+}
+
 /**
  * A random n×n weight matrix made on the GPU: each off-diagonal entry is an edge with probability
  * `density` and a weight uniform in [minWeight, maxWeight], else `INF`; the diagonal is 0. For
@@ -504,14 +530,7 @@ export interface RandomGraphOptions {
  */
 export function randomGraph(n: number, options: RandomGraphOptions = {}): DeviceArray<'int32'> {
   checkInteger('n', n, 1, APSP_MAX_N);
-  if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
-  const density = options.density ?? 0.1;
-  if (typeof density !== 'number' || !(density >= 0 && density <= 1)) {
-    throw rangeError('options.density', 'a number in [0, 1]', density);
-  }
-  const minWeight = checkInteger('options.minWeight', options.minWeight ?? 1, 0, INF - 1);
-  const maxWeight = checkInteger('options.maxWeight', options.maxWeight ?? 1000, minWeight, INF - 1);
-  const seed = checkInteger('options.seed', options.seed ?? 1);
+  const { density, minWeight, maxWeight, seed } = randomGraphParams('options', options);
   const device = checkDevice(options.device ?? 0, 'options.device');
   const out = empty('int32', n * n, { device, shape: [n, n] });
   try {
