@@ -90,6 +90,30 @@ __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from shared memory to
+// global memory, in this thread's bulk group; bulkWaitRead waits until this thread's copies have
+// read their source. fenceProxyAsync makes this thread's shared-memory writes visible to the copies.
+__device__ __forceinline__ void bulkStore(double* dst, const double* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(smemAddr(src)),
+               "r"(bytes)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  __trap();  // the launcher never picks BulkStore configs below sm_90
+#endif
+}
+__device__ __forceinline__ void bulkWaitRead() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void fenceProxyAsync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 // Copies `bytes` (0 or the full width) and zero-fills the rest: out-of-range rows and columns of A
 // become zeros in shared memory, so edge tiles need no special case in the product loop.
 template <int Width>
@@ -108,7 +132,7 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
           bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false, bool InterleaveCopy_ = false,
-          bool LeanCopy_ = false, bool SkipLower_ = false>
+          bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false>
 struct FastConfig {
   static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
   static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
@@ -131,6 +155,10 @@ struct FastConfig {
   // the mirror store) skip their fragment loads and MMAs; with 4×4 warps, the warp-to-block map
   // spreads those idle warps over the four schedulers so that no scheduler keeps four busy ones.
   static constexpr bool SkipLower = SkipLower_;
+  // BulkStore (sm_90): a whole tile goes to C through shared memory, as 1 KB rows written by bulk
+  // copies (cp.async.bulk), then its mirror the same way; the block is done when the copies have
+  // read shared memory, and the writes drain while the SM's next block runs.
+  static constexpr bool BulkStore = BulkStore_;
   static constexpr int Threads = 32 * WarpsM * WarpsN;
   static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
   static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
@@ -211,6 +239,75 @@ __device__ __forceinline__ BlockWork blockWork(const SplitPlan& sp, bool splitK,
     w.slot = static_cast<int64_t>(w.split) * gridDim.x + w.tile;
   }
   return w;
+}
+
+// BulkStore epilogue. The tile goes through shared memory (row pitch BM + 2 doubles: 16-byte rows,
+// 2-way bank conflicts for the 16-byte writes of either orientation, which even pitches cannot
+// avoid), first as itself (rows i0.. of C), then transposed (rows j0.., the mirror); BM threads
+// each copy one row. A diagonal tile is written once, its lower half from the upper elements so
+// that C stays bitwise symmetric. Edge tiles copy only the columns and rows inside C.
+template <class Cfg, int MT, int NT>
+__device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, int64_t i0, int64_t j0,
+                                              bool diag, const double (&acc)[MT][NT][4], int wm0, int wn0,
+                                              int g, int t, int tid) {
+  constexpr int BM = Cfg::BM, Pitch = BM + 2;
+  static_assert(Cfg::PairB && static_cast<size_t>(BM) * Pitch * sizeof(double) <= Cfg::Smem,
+                "bulk store plan");
+  // Thread (g, t) holds, for fragment row block mi and column group q, rows lr, lr + 1 and columns
+  // lc .. lc + 3 (PairB layout, as in the direct epilogue).
+  auto forEach = [&](auto&& f) {
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int q = 0; q < NT / 2; ++q) {
+        double v[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            v[h][2 * e] = acc[mi][2 * q][2 * h + e];
+            v[h][2 * e + 1] = acc[mi][2 * q + 1][2 * h + e];
+          }
+        f(wm0 + mi * 16 + 2 * g, wn0 + q * 16 + 4 * t, v);
+      }
+  };
+  // Rows of S (BM doubles each from column c0 of C) to rows r0.. of C; rows and columns past n are
+  // left out. Every thread passes the barrier after the copies have read S.
+  auto copyRows = [&](int64_t r0, int64_t c0) {
+    fenceProxyAsync();
+    __syncthreads();
+    if (tid < BM && r0 + tid < n) {
+      bulkStore(C + (r0 + tid) * n + c0, S + tid * Pitch, static_cast<int>(n - c0 < BM ? n - c0 : BM) * 8);
+      bulkWaitRead();
+    }
+    __syncthreads();
+  };
+  __syncthreads();  // no warp still reads the last stage
+  if (diag) {
+    forEach([&](int lr, int lc, const double(&v)[2][4]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int w = 0; w < 4; ++w)
+          if (lr + h <= lc + w) S[(lr + h) * Pitch + lc + w] = S[(lc + w) * Pitch + lr + h] = v[h][w];
+    });
+    copyRows(i0, j0);
+    return;
+  }
+  forEach([&](int lr, int lc, const double(&v)[2][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int w = 0; w < 4; w += 2)
+        *reinterpret_cast<double2*>(S + (lr + h) * Pitch + lc + w) = make_double2(v[h][w], v[h][w + 1]);
+  });
+  copyRows(i0, j0);
+  forEach([&](int lr, int lc, const double(&v)[2][4]) {
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      *reinterpret_cast<double2*>(S + (lc + w) * Pitch + lr) = make_double2(v[0][w], v[1][w]);
+  });
+  copyRows(j0, i0);
 }
 
 // One block per (upper tile, K split), see SplitPlan. A whole tile (partial == nullptr, or before
@@ -442,6 +539,14 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // Recomputed from the block index (a few integer ops) rather than kept live through the k-loop.
   const int64_t slot = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y).slot;
   double* P = slot >= 0 ? partial + slot * (BM * BM) : nullptr;
+  if constexpr (Cfg::BulkStore && Cfg::Stores == 2) {
+    // Whole tile, n even, C 16-byte aligned: every row of the tile and of its mirror is one bulk copy.
+    if (P == nullptr && n % 2 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
+      storeTileBulk<Cfg>(smem, C, n, i0, j0, diag, acc, wm0, wn0, g, t, tid);
+      Cfg::mark(3);
+      return;
+    }
+  }
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll

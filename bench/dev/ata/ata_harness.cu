@@ -17,6 +17,7 @@
 //   /tmp/h --reps N  timed repetitions (default 7)   --fixed-order  no rotation of the order
 //   /tmp/h --no-big-check   skip the correctness pass over the big shapes
 //   /tmp/h --timeline 4000,10000   where each SM's time goes in the 128-tile kernel (timestamps)
+//   /tmp/h --host-plan  host time of launchFast's planning and of the API calls in it
 // Every timed run also records the SM clock it ran at (clock64/globaltimer probes) and NVML's
 // power, temperature and power-cap state (NOTES.md §8).
 #include <cublas_v2.h>
@@ -29,6 +30,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
 #include <random>
 #include <string>
 #include <vector>
@@ -427,9 +431,63 @@ struct Timed : Base {
     }
   }
 };
+// Issue 19, 4000² lever: the shipped large config with the bulk-copy epilogue (BulkStore).
+using LargeBulk = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true>;
+using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<d::FastLarge90, 0>;
 using ProbeNoMirror = StoreProbe<d::FastLarge90, 1>;
 using ProbeTimed = Timed<d::FastLarge90>;
+
+// One config, its plan made once per shape (the first call, a warm-up in the timing loop) and kept:
+// what launchFast's host-side planning (device attributes, cudaFuncSetAttribute, the occupancy
+// query, for both tile sizes) costs inside the timed interval.
+template <class Cfg>
+LaunchFn cachedPlan() {
+  auto cache = std::make_shared<std::map<std::tuple<int64_t, int64_t, bool>, d::FastPlan>>();
+  return [cache](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    const auto key = std::make_tuple(r, c, reinterpret_cast<uintptr_t>(A) % 16 == 0);
+    auto it = cache->find(key);
+    if (it == cache->end()) {
+      d::FastPlan plan;
+      const cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 0, plan);
+      if (err != cudaSuccess) return err;
+      it = cache->emplace(key, plan).first;
+    }
+    return d::launchPlanned<Cfg>(A, C, r, c, s, it->second);
+  };
+}
+
+// --host-plan: microseconds of host time per launchFast planning (both configs) and per API call in it.
+void hostPlanCost() {
+  const double* A = reinterpret_cast<const double*>(256);
+  constexpr int N = 2000;
+  auto time = [&](const char* what, auto&& f) {
+    f();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < N; ++i) f();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / N;
+    std::printf("host: %-58s %7.2f us per call\n", what, us);
+  };
+  time("planFast<FastLarge90> + planFast<FastSmall90> (4000x4000)", [&] {
+    d::FastPlan a, b;
+    CHECK_CUDA(d::planFast<d::FastLarge90>(A, 4000, 4000, d::kModelFlops, 0, a));
+    CHECK_CUDA(d::planFast<d::FastSmall90>(A, 4000, 4000, d::kModelFlops * d::kSmallTileRate, 0, b));
+  });
+  time("cudaFuncSetAttribute(max dynamic shared memory)", [&] {
+    CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<d::FastLarge90, true>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d::FastLarge90::Smem)));
+  });
+  time("cudaOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
+    int perSm = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<d::FastLarge90, true>,
+                                                             d::FastLarge90::Threads, d::FastLarge90::Smem));
+  });
+  time("cudaGetDevice + cudaDeviceGetAttribute", [&] {
+    int dev = 0, v = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+  });
+}
 
 // Timing probe: every block of the 128-tile launch with an empty K range, i.e. only the launch and
 // the epilogue's stores (of zeros) of every tile, all SMs storing at once.
@@ -498,6 +556,10 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
       m.push_back(pm);
     }
     m.push_back({"probe.timed", forced<ProbeTimed>(1), 0, true});  // computes C: checked
+    m.push_back({"v.large.bulk", forced<LargeBulk>(), 0, true});
+    m.push_back({"v.large.bulk.nosplit", forced<LargeBulk>(1), 0, true});
+    m.push_back({"fast.cachedplan", cachedPlan<d::FastLarge90>(), 0, true});
+    m.push_back({"v.large.bulk.cachedplan", cachedPlan<LargeBulk>(), 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
@@ -804,6 +866,10 @@ void printPlans() {
   printKernel<V6SmallNoSkip, true>("V6SmallNoSkip");
   printKernel<V4Small, true>("V4Small");
   printKernel<ProbeTimed, true>("ProbeTimed");
+  printKernel<LargeBulk, true>("LargeBulk");
+  printKernel<LargeBulk, true, true>("LargeBulk");
+  printKernel<LargeBulk, false>("LargeBulk");
+  printKernel<ProbeTimedBulk, true>("ProbeTimedBulk");
   printKernel<ProbeNoStore, true>("ProbeNoStore");
   printKernel<ProbeNoMirror, true>("ProbeNoMirror");
   for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {6000, 6000}, {7000, 7000}, {8000, 8000},
@@ -820,9 +886,9 @@ void printPlans() {
 // block lead-in, pipeline fill (entry to first stage landed), product loop, epilogue (stores
 // issued), the gaps between one block's end and the next block's entry on the same SM (retire +
 // launch), and the idle time at the end (the ragged last wave). Cycles are each SM's clock64.
-void timeline(const std::vector<std::pair<int64_t, int64_t>>& shapes) {
-  using Cfg = ProbeTimed;
-  std::printf("== timeline (ProbeTimed = FastLarge90 + timestamps, no split; %d ms idle before each launch)\n", gGapMs);
+template <class Cfg>
+void timeline(const std::vector<std::pair<int64_t, int64_t>>& shapes, const char* name) {
+  std::printf("== timeline (%s + timestamps, no split; %d ms idle before each launch)\n", name, gGapMs);
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
@@ -1005,7 +1071,7 @@ void profile(const std::vector<Method>& ms, bool all) {
 
 int main(int argc, char** argv) {
   bool small = false, tiny = false, variants = false, doTiming = true, profileOnly = false, keepPool = false;
-  bool bigCheck = true;
+  bool bigCheck = true, hostPlan = false;
   std::vector<std::string> methodFilter;
   std::vector<std::pair<int64_t, int64_t>> timelineShapes;
   std::vector<std::pair<int64_t, int64_t>> timedShapes = {{2000, 2000},   {4000, 4000},  {8000, 8000},
@@ -1022,6 +1088,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) gReps = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--fixed-order")) gRotate = false;
     else if (!std::strcmp(argv[i], "--no-big-check")) bigCheck = false;
+    else if (!std::strcmp(argv[i], "--host-plan")) hostPlan = true;
     else if (!std::strcmp(argv[i], "--methods") && i + 1 < argc) methodFilter = splitList(argv[++i]);
     else if ((!std::strcmp(argv[i], "--shapes") || !std::strcmp(argv[i], "--timeline")) && i + 1 < argc) {
       auto& list = argv[i][2] == 's' ? timedShapes : timelineShapes;
@@ -1083,7 +1150,11 @@ int main(int argc, char** argv) {
                       smallShapes.end());
   }
   printPlans();
-  if (!timelineShapes.empty()) timeline(timelineShapes);
+  if (!timelineShapes.empty()) {
+    timeline<ProbeTimed>(timelineShapes, "FastLarge90");
+    timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk");
+  }
+  if (hostPlan) hostPlanCost();
   correctness(smallShapes, ms);
   if (!small) {
     if (bigCheck) correctness(bigShapes, ms);

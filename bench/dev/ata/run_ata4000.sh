@@ -2,10 +2,11 @@
 # Issue 19's last must, `fast` at 4000² (NOTES.md §10): where a 128-tile block's time goes, one GPU
 # call. Run from a directory holding this script and the harness: either OBJ (ata_harness.cu compiled
 # elsewhere with -c, linked here against cuBLAS in seconds) or the source tree (built here, ~70 s).
-# Steps (STEPS, default "timeline time time2"): the per-block timeline at 4000², 8000², 10000²,
-# 16000²; the interleaved timing (150 ms gaps, rotated, median of 7) of fast, the kernel with
-# timestamps, without the mirror stores, without any stores, the epilogue alone and DSYRK+mirror at
-# 4000² and 10000² and, for the K sweep, 2000×4000 and 8000×4000; time2 repeats it.
+# Steps (STEPS, default "timeline time time2"; call 2 of §10: "correct hostplan timeline time time2
+# pkgab memcheck racecheck"): correctness of fast and the lever's variants (--variants shapes, small and
+# big); host cost of launchFast's planning; the per-block timeline (FastLarge90 and LargeBulk); the
+# interleaved timing (150 ms gaps, rotated, median of 7, pool kept) of TIME_M at TIME_SHAPES, twice; the
+# package benchmark's order back to back (pkgab); memcheck and racecheck over --tiny.
 set -o pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/ata4k-out}
@@ -25,21 +26,45 @@ else
     -lcublas -o $H 2> "$F/build.txt" || { grep -E "error" "$F/build.txt" | head -30; exit 1; }
 fi
 say "harness ready"
+if has correct; then
+  $H --no-timing --methods ${CORRECT_M:-fast,v.large.bulk,v.large.bulk.nosplit,v.large.bulk.cachedplan,fast.cachedplan} > "$F/correct.log" 2>&1
+  say "correctness: rc=$? $(grep -c ' PASS$' "$F/correct.log") PASS lines, $(tail -1 "$F/correct.log")"
+fi
+if has hostplan; then
+  $H --small --methods fast --host-plan > "$F/hostplan.log" 2>&1
+  say "host plan: rc=$?"; grep "^host:" "$F/hostplan.log" | tee -a "$S"
+fi
 if has timeline; then
   say "timeline: $(state)"
   $H --small --methods fast --timeline ${TL_SHAPES:-4000,8000,10000,16000} > "$F/timeline.log" 2>&1
   say "  rc=$? $(tail -1 "$F/timeline.log")"
 fi
 M=${TIME_M:-fast,probe.timed,probe.nomirror,probe.nostore,probe.epionly,v.large.nosplit,cublasDsyrk+mirror}
+TF=${TIME_FLAGS:-}
 for step in time time2; do
   has $step || continue
   say "$step: harness timing, 150 ms gaps, rotated: $(state)"
-  timeout ${TIME_T:-200} $H --no-big-check --methods $M --shapes ${TIME_SHAPES:-4000,10000,2000x4000,8000x4000} > "$F/$step.log" 2>&1
+  timeout ${TIME_T:-200} $H $TF --no-big-check --methods $M --shapes ${TIME_SHAPES:-4000,10000,2000x4000,8000x4000} > "$F/$step.log" 2>&1
   say "  rc=$? $(tail -1 "$F/$step.log")"
 done
+if has pkgab; then
+  say "package order back to back: $(state)"
+  $H --keeppool-all --no-big-check --gap-ms 0 --fixed-order --reps 10 --shapes ${PKGAB_SHAPES:-4000,6000} \
+    --methods ${PKGAB_M:-cublasDgemm,cublasDsyrk+mirror,tiled,fast,tiled,v.large.bulk} > "$F/pkgab.log" 2>&1
+  say "  rc=$? $(tail -1 "$F/pkgab.log")"
+fi
+if has memcheck; then
+  timeout ${MC_T:-150} compute-sanitizer --tool memcheck --leak-check full $H --tiny --methods ${MC_M:-v.large.bulk,v.large.bulk.nosplit} > "$F/memcheck.txt" 2>&1
+  say "memcheck rc=$? $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' "$F/memcheck.txt" | tr '\n' ' ') $(tail -1 "$F/memcheck.txt")"
+fi
+if has racecheck; then
+  timeout ${RC_T:-150} compute-sanitizer --tool racecheck $H --tiny --methods ${RC_M:-v.large.bulk.nosplit} > "$F/racecheck.txt" 2>&1
+  say "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$F/racecheck.txt" | tr '\n' ' ') $(tail -1 "$F/racecheck.txt")"
+fi
 say "end: $(state)"
 cp "$S" "$OUT/summary.txt"
-for l in timeline time time2; do [ -f "$F/$l.log" ] && cp "$F/$l.log" "$OUT/$l.log"; done
-grep -vE "^kernel|^plan|PASS$" "$F/timeline.log" 2>/dev/null | head -80
-for l in time time2; do [ -f "$F/$l.log" ] && sed -n '/== table/,/^$/p' "$F/$l.log" | cut -c1-125; done
+for l in timeline time time2 pkgab correct; do [ -f "$F/$l.log" ] && cp "$F/$l.log" "$OUT/$l.log"; done
+tar -cJf "$OUT/rest.tar.xz" -C "$F" . 2>/dev/null
+grep -E "launch 3|per SM|^==" "$F/timeline.log" 2>/dev/null | cut -c1-200
+for l in time time2 pkgab; do [ -f "$F/$l.log" ] && sed -n '/== table/,/^$/p' "$F/$l.log" | cut -c1-125; done
 true
