@@ -2,7 +2,8 @@
 // upper-triangle tiles, 16 warps of 32×32, a 3-stage cp.async pipeline with fragments double-buffered
 // in registers, the next stage's copies issued between the MMA rows, a banded tile order for L2 reuse,
 // and split-K with a deterministic reduce: every tile split when the tiles cannot fill the device, or
-// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split).
+// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split);
+// whole tiles leave through shared memory as bulk copies (BulkStore).
 // H100 (package bench, bench/results/logs/h100-412eb79-ata-tail-*, 8000²): 9.10 ms (56 TFLOP/s of
 // useful n³ flops, 84% of the FP64 tensor peak), 6.4× step 2, 1.19× cuBLAS DSYRK (+ mirror);
 // bench/dev/ata/NOTES.md has each version between.
@@ -10,6 +11,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "ata/ata.h"
 #include "ata/common.cuh"
@@ -747,10 +750,24 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
   }
 }
 
+// The shared-memory opt-in of Cfg's kernels and their blocks per SM, once per device: set on every
+// call (as until issue 19's third round), the attributes and the occupancy query took 4 µs of host
+// time but made each launch ~25 µs later on the GPU, 2% of 4000² (NOTES.md §10.4).
 template <class Cfg, bool Vec16>
 cudaError_t prepareKernel(int& perSm) {
+  static std::mutex mutex;
+  static std::map<int, int> prepared;  // device -> blocks per SM
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto it = prepared.find(device);
+  if (it != prepared.end()) {
+    perSm = it->second;
+    return cudaSuccess;
+  }
   auto kernel = ata_mma_sym_kernel<Cfg, Vec16>;
-  cudaError_t err =
+  err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::Smem));
   if (err == cudaSuccess)
     err = cudaFuncSetAttribute(ata_mma_sym_kernel<Cfg, Vec16, true>,
@@ -758,6 +775,7 @@ cudaError_t prepareKernel(int& perSm) {
   if (err == cudaSuccess)
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, Cfg::Threads, Cfg::Smem);
   if (err == cudaSuccess && perSm < 1) err = cudaErrorInvalidConfiguration;
+  if (err == cudaSuccess) prepared[device] = perSm;
   return err;
 }
 
@@ -853,11 +871,14 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // Large: 128×128 tiles, 16 warps of 32×32 (four per scheduler to hide shared-memory latency),
 // 3 stages of 32 k-rows (203 KB shared), 1 block per SM; the refill copy interleaved with the MMAs
 // and lean copy addressing (issue 19: tensor pipe 82% -> 90% busy, bench/dev/ata/NOTES.md §8).
-// SkipLower is off here: its per-step branch cost more than the idle warps saved.
+// SkipLower is off here: its per-step branch cost more than the idle warps saved. BulkStore: the
+// epilogue's stores had kept each SM from its next block for 10-19 µs (issue 19, third round: 4000²
+// -2%, 10000² -1%, NOTES.md §10).
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
-using FastLarge90 = FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false>;
+using FastLarge90 =
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;

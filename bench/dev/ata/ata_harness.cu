@@ -431,12 +431,15 @@ struct Timed : Base {
     }
   }
 };
-// Issue 19, 4000² lever: the shipped large config with the bulk-copy epilogue (BulkStore).
-using LargeBulk = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true>;
+// Issue 19, 4000² lever: the large config with the bulk-copy epilogue (BulkStore), shipped as
+// FastLarge90 after NOTES.md §10.4; LargeNoBulk is the large config before it.
+using LargeBulk = d::FastLarge90;
+using LargeNoBulk = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, false>;
+static_assert(LargeBulk::BulkStore && !LargeNoBulk::BulkStore, "the A/B pair");
 using ProbeTimedBulk = Timed<LargeBulk>;
-using ProbeNoStore = StoreProbe<d::FastLarge90, 0>;
-using ProbeNoMirror = StoreProbe<d::FastLarge90, 1>;
-using ProbeTimed = Timed<d::FastLarge90>;
+using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
+using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
+using ProbeTimed = Timed<LargeNoBulk>;
 
 // One config, its plan made once per shape (the first call, a warm-up in the timing loop) and kept:
 // what launchFast's host-side planning (device attributes, cudaFuncSetAttribute, the occupancy
@@ -457,6 +460,19 @@ LaunchFn cachedPlan() {
   };
 }
 
+// What prepareKernel did on every call before it kept its result per device: the shared-memory
+// opt-in of both kernel instantiations of the vec16 flavour and the occupancy query.
+template <class Cfg>
+void uncachedPrepare() {
+  int perSm = 0;
+  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Cfg::Smem)));
+  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Cfg::Smem)));
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<Cfg, true>, Cfg::Threads,
+                                                           Cfg::Smem));
+}
+
 // --host-plan: microseconds of host time per launchFast planning (both configs) and per API call in it.
 void hostPlanCost() {
   const double* A = reinterpret_cast<const double*>(256);
@@ -468,10 +484,14 @@ void hostPlanCost() {
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / N;
     std::printf("host: %-58s %7.2f us per call\n", what, us);
   };
-  time("planFast<FastLarge90> + planFast<FastSmall90> (4000x4000)", [&] {
+  time("planFast<FastLarge90> + planFast<FastSmall90> (4000x4000, prepared once)", [&] {
     d::FastPlan a, b;
     CHECK_CUDA(d::planFast<d::FastLarge90>(A, 4000, 4000, d::kModelFlops, 0, a));
     CHECK_CUDA(d::planFast<d::FastSmall90>(A, 4000, 4000, d::kModelFlops * d::kSmallTileRate, 0, b));
+  });
+  time("both configs prepared as before (attributes + occupancy each call)", [&] {
+    uncachedPrepare<LargeNoBulk>();
+    uncachedPrepare<d::FastSmall90>();
   });
   time("cudaFuncSetAttribute(max dynamic shared memory)", [&] {
     CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<d::FastLarge90, true>,
@@ -558,8 +578,16 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"probe.timed", forced<ProbeTimed>(1), 0, true});  // computes C: checked
     m.push_back({"v.large.bulk", forced<LargeBulk>(), 0, true});
     m.push_back({"v.large.bulk.nosplit", forced<LargeBulk>(1), 0, true});
-    m.push_back({"fast.cachedplan", cachedPlan<d::FastLarge90>(), 0, true});
+    m.push_back({"fast.cachedplan", cachedPlan<LargeNoBulk>(), 0, true});
     m.push_back({"v.large.bulk.cachedplan", cachedPlan<LargeBulk>(), 0, true});
+    m.push_back({"v.large.nobulk", forced<LargeNoBulk>(), 0, true});
+    // `fast` as it was before NOTES.md §10.4: the large config without BulkStore, and the kernels'
+    // attributes and occupancy set and queried on every call.
+    m.push_back({"v7.fast.before", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   uncachedPrepare<LargeNoBulk>();
+                   uncachedPrepare<d::FastSmall90>();
+                   return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
+                 }, 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
@@ -869,6 +897,7 @@ void printPlans() {
   printKernel<LargeBulk, true>("LargeBulk");
   printKernel<LargeBulk, true, true>("LargeBulk");
   printKernel<LargeBulk, false>("LargeBulk");
+  printKernel<LargeNoBulk, true>("LargeNoBulk");
   printKernel<ProbeTimedBulk, true>("ProbeTimedBulk");
   printKernel<ProbeNoStore, true>("ProbeNoStore");
   printKernel<ProbeNoMirror, true>("ProbeNoMirror");
@@ -1151,8 +1180,8 @@ int main(int argc, char** argv) {
   }
   printPlans();
   if (!timelineShapes.empty()) {
-    timeline<ProbeTimed>(timelineShapes, "FastLarge90");
-    timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk");
+    timeline<ProbeTimed>(timelineShapes, "LargeNoBulk");
+    timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk = FastLarge90");
   }
   if (hostPlan) hostPlanCost();
   correctness(smallShapes, ms);
