@@ -3,7 +3,9 @@
 # call. Run from a directory holding this script and the harness: either OBJ (ata_harness.cu compiled
 # elsewhere with -c, linked here against cuBLAS in seconds) or the source tree (built here, ~70 s).
 # Steps (STEPS, default "timeline time time2"; call 2 of §10: "correct hostplan timeline time time2
-# pkgab memcheck racecheck"): correctness of fast and the lever's variants (--variants shapes, small and
+# pkgab memcheck racecheck"; call 3: "bench jest correctall time time2 memcheck racecheck", from an
+# unpacked gpu-pack tree): the package benchmark twice (bench); test/ata and the property tests
+# (jest); every method and variant on every shape (correctall); correctness of fast and the lever's variants (--variants shapes, small and
 # big); host cost of launchFast's planning; the per-block timeline (FastLarge90 and LargeBulk); the
 # interleaved timing (150 ms gaps, rotated, median of 7, pool kept) of TIME_M at TIME_SHAPES, twice; the
 # package benchmark's order back to back (pkgab); memcheck and racecheck over --tiny.
@@ -18,6 +20,21 @@ say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$S"; }
 state() { nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 say "start: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw,enforced.power.limit --format=csv,noheader); commit ${COMMIT:-?}"
+if has bench; then  # the package benchmark twice back to back, the must's protocol (needs the gpu-pack tree)
+  for r in 1 2; do
+    say "bench run $r (sizes ${CK_ATA_SIZES:-4000,6000,8000}): $(state)"
+    CK_BENCH_ARGS="ata --sizes ${CK_ATA_SIZES:-4000,6000,8000}" bash scripts/gpu-run.sh "$F/bench$r" bench > /dev/null 2>&1
+    say "  $(tail -1 "$F/bench$r/summary.txt") end: $(state)"
+    grep -E "│ (cublas-syrk|fast) " "$F/bench$r/bench.log" | tee -a "$S"
+    [ -f "$F/bench$r/bench.log" ] && cp "$F/bench$r/bench.log" "$OUT/bench$r.log"
+    for j in "$F"/bench$r/results/*.json; do [ -f "$j" ] && cp "$j" "$OUT/bench$r.json"; done
+  done
+fi
+if has jest; then
+  CK_JEST_ARGS="test/ata.test.ts test/property.test.ts -t ata" timeout ${JEST_T:-200} bash scripts/gpu-run.sh "$F/jest" test > /dev/null 2>&1
+  say "jest: $(tail -1 "$F/jest/summary.txt")"
+  [ -f "$F/jest/test.log" ] && cp "$F/jest/test.log" "$OUT/test.log" && tail -8 "$F/jest/test.log" | tee -a "$S"
+fi
 H=/tmp/ata_h
 if [ -n "${OBJ:-}" ]; then
   nvcc -o $H "$OBJ" -lcublas > "$F/build.txt" 2>&1 || { cat "$F/build.txt"; exit 1; }
@@ -26,6 +43,10 @@ else
     -lcublas -o $H 2> "$F/build.txt" || { grep -E "error" "$F/build.txt" | head -30; exit 1; }
 fi
 say "harness ready"
+if has correctall; then  # every method and variant, every shape
+  timeout ${CA_T:-240} $H --no-timing --variants > "$F/correct.log" 2>&1
+  say "correctness --variants: rc=$? $(grep -c ' PASS$' "$F/correct.log") PASS lines, $(grep -c ' FAIL$' "$F/correct.log") FAIL lines, $(tail -1 "$F/correct.log")"
+fi
 if has correct; then
   $H --no-timing --methods ${CORRECT_M:-fast,v.large.bulk,v.large.bulk.nosplit,v.large.bulk.cachedplan,fast.cachedplan} > "$F/correct.log" 2>&1
   say "correctness: rc=$? $(grep -c ' PASS$' "$F/correct.log") PASS lines, $(tail -1 "$F/correct.log")"
