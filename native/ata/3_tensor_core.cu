@@ -4,9 +4,9 @@
 // and split-K with a deterministic reduce: every tile split when the tiles cannot fill the device, or
 // only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split);
 // whole tiles leave through shared memory as bulk copies (BulkStore).
-// H100 (package bench, bench/results/logs/h100-412eb79-ata-tail-*, 8000²): 9.10 ms (56 TFLOP/s of
-// useful n³ flops, 84% of the FP64 tensor peak), 6.4× step 2, 1.19× cuBLAS DSYRK (+ mirror);
-// bench/dev/ata/NOTES.md has each version between.
+// H100 (package bench, bench/results/logs/h100-eddfb60-ata4000-bench*, 8000²): 9.18 ms (56 TFLOP/s
+// of useful n³ flops, 83% of the FP64 tensor peak), 6.3× step 2, 1.19× cuBLAS DSYRK (+ mirror), and
+// 1.05-1.06× at 4000²; bench/dev/ata/NOTES.md has each version between.
 // Bench method: fast
 #include <algorithm>
 #include <climits>
