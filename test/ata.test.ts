@@ -81,6 +81,21 @@ describeGpu('atA', () => {
     expect(ck.cpu.relativeError(c.toHostSync(), ck.cpu.atA(host, 50, 20))).toBeLessThan(1e-12);
   });
 
+  // 40×4000 on fast: 528 whole 128-tiles (inner ones, diagonal ones, and edge ones whose last 96
+  // columns lie outside C) which, on sm_90, leave through shared memory as bulk copies of their rows
+  // and then of their mirror's rows; C is poisoned with NaN first, so a row the copies miss fails.
+  test('fast at 40×4000 (whole tiles, bulk-copy epilogue) matches cpu.atA, every element written, exactly symmetric', async () => {
+    const rows = 40;
+    const cols = 4000;
+    const host = ck.cpu.randomArray(Float64Array, rows * cols, freshSeed());
+    using a = ck.upload(host);
+    using out = ck.full('float64', cols * cols, NaN);
+    ck.atA(a, rows, cols, { method: 'fast', out });
+    const got = await out.toHost();
+    expect(ck.cpu.relativeError(got, ck.cpu.atA(host, rows, cols))).toBeLessThan(1e-12);
+    expect(symmetryDefect(got, cols)).toBe(0);
+  });
+
   // 3001×2999: odd cols (8-byte copies) and, on 132-SM GPUs, a tail split of the fast kernel (the
   // last 36 of 300 tiles in 2 K-pieces each, then the reduce), next to whole tiles in one launch.
   test.each([

@@ -2,14 +2,17 @@
 // upper-triangle tiles, 16 warps of 32×32, a 3-stage cp.async pipeline with fragments double-buffered
 // in registers, the next stage's copies issued between the MMA rows, a banded tile order for L2 reuse,
 // and split-K with a deterministic reduce: every tile split when the tiles cannot fill the device, or
-// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split).
-// H100 (package bench, bench/results/logs/h100-412eb79-ata-tail-*, 8000²): 9.10 ms (56 TFLOP/s of
-// useful n³ flops, 84% of the FP64 tensor peak), 6.4× step 2, 1.19× cuBLAS DSYRK (+ mirror);
-// bench/dev/ata/NOTES.md has each version between.
+// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split);
+// whole tiles leave through shared memory as bulk copies (BulkStore).
+// H100 (package bench, bench/results/logs/h100-eddfb60-ata4000-bench*, 8000²): 9.18 ms (56 TFLOP/s
+// of useful n³ flops, 83% of the FP64 tensor peak), 6.3× step 2, 1.19× cuBLAS DSYRK (+ mirror), and
+// 1.05-1.06× at 4000²; bench/dev/ata/NOTES.md has each version between.
 // Bench method: fast
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "ata/ata.h"
 #include "ata/common.cuh"
@@ -90,6 +93,30 @@ __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from shared memory to
+// global memory, in this thread's bulk group; bulkWaitRead waits until this thread's copies have
+// read their source. fenceProxyAsync makes this thread's shared-memory writes visible to the copies.
+__device__ __forceinline__ void bulkStore(double* dst, const double* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(smemAddr(src)),
+               "r"(bytes)
+               : "memory");
+#elif defined(__CUDA_ARCH__)
+  __trap();  // the launcher never picks BulkStore configs below sm_90
+#endif
+}
+__device__ __forceinline__ void bulkWaitRead() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void fenceProxyAsync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 // Copies `bytes` (0 or the full width) and zero-fills the rest: out-of-range rows and columns of A
 // become zeros in shared memory, so edge tiles need no special case in the product loop.
 template <int Width>
@@ -108,7 +135,7 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
           bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false, bool InterleaveCopy_ = false,
-          bool LeanCopy_ = false, bool SkipLower_ = false>
+          bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false>
 struct FastConfig {
   static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
   static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
@@ -131,6 +158,10 @@ struct FastConfig {
   // the mirror store) skip their fragment loads and MMAs; with 4×4 warps, the warp-to-block map
   // spreads those idle warps over the four schedulers so that no scheduler keeps four busy ones.
   static constexpr bool SkipLower = SkipLower_;
+  // BulkStore (sm_90): a whole tile goes to C through shared memory, as 1 KB rows written by bulk
+  // copies (cp.async.bulk), then its mirror the same way; the block is done when the copies have
+  // read shared memory, and the writes drain while the SM's next block runs.
+  static constexpr bool BulkStore = BulkStore_;
   static constexpr int Threads = 32 * WarpsM * WarpsN;
   static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
   static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
@@ -143,6 +174,12 @@ struct FastConfig {
   static constexpr size_t Smem = static_cast<size_t>(Stages) * 2 * Slab * sizeof(double);
   static_assert(WM % 16 == 0 && WN % (PairB ? 16 : 8) == 0 && BK % KS == 0 && KS % 4 == 0, "tile shape");
   static_assert(Stages >= 2, "pipeline");
+  // Harness probes (bench/dev/ata) derive from a config and hide these two: Stores (2: the tile and
+  // its mirror; 1: the tile only; 0: nothing, results discarded) and mark(point), which every thread
+  // calls at four points of a block's life (entry, first stage landed, product done, stores issued).
+  // The shipped configs store everything and mark nothing (an empty inline function).
+  static constexpr int Stores = 2;
+  static __device__ __forceinline__ void mark(int) {}
 };
 
 // Tiles of one launch run in bands of `bandRows` tile-rows, column by column inside a band, so the
@@ -207,6 +244,75 @@ __device__ __forceinline__ BlockWork blockWork(const SplitPlan& sp, bool splitK,
   return w;
 }
 
+// BulkStore epilogue. The tile goes through shared memory (row pitch BM + 2 doubles: 16-byte rows,
+// 2-way bank conflicts for the 16-byte writes of either orientation, which even pitches cannot
+// avoid), first as itself (rows i0.. of C), then transposed (rows j0.., the mirror); BM threads
+// each copy one row. A diagonal tile is written once, its lower half from the upper elements so
+// that C stays bitwise symmetric. Edge tiles copy only the columns and rows inside C.
+template <class Cfg, int MT, int NT>
+__device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, int64_t i0, int64_t j0,
+                                              bool diag, const double (&acc)[MT][NT][4], int wm0, int wn0,
+                                              int g, int t, int tid) {
+  constexpr int BM = Cfg::BM, Pitch = BM + 2;
+  static_assert(Cfg::PairB && static_cast<size_t>(BM) * Pitch * sizeof(double) <= Cfg::Smem,
+                "bulk store plan");
+  // Thread (g, t) holds, for fragment row block mi and column group q, rows lr, lr + 1 and columns
+  // lc .. lc + 3 (PairB layout, as in the direct epilogue).
+  auto forEach = [&](auto&& f) {
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int q = 0; q < NT / 2; ++q) {
+        double v[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            v[h][2 * e] = acc[mi][2 * q][2 * h + e];
+            v[h][2 * e + 1] = acc[mi][2 * q + 1][2 * h + e];
+          }
+        f(wm0 + mi * 16 + 2 * g, wn0 + q * 16 + 4 * t, v);
+      }
+  };
+  // Rows of S (BM doubles each from column c0 of C) to rows r0.. of C; rows and columns past n are
+  // left out. Every thread passes the barrier after the copies have read S.
+  auto copyRows = [&](int64_t r0, int64_t c0) {
+    fenceProxyAsync();
+    __syncthreads();
+    if (tid < BM && r0 + tid < n) {
+      bulkStore(C + (r0 + tid) * n + c0, S + tid * Pitch, static_cast<int>(n - c0 < BM ? n - c0 : BM) * 8);
+      bulkWaitRead();
+    }
+    __syncthreads();
+  };
+  __syncthreads();  // no warp still reads the last stage
+  if (diag) {
+    forEach([&](int lr, int lc, const double(&v)[2][4]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int w = 0; w < 4; ++w)
+          if (lr + h <= lc + w) S[(lr + h) * Pitch + lc + w] = S[(lc + w) * Pitch + lr + h] = v[h][w];
+    });
+    copyRows(i0, j0);
+    return;
+  }
+  forEach([&](int lr, int lc, const double(&v)[2][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int w = 0; w < 4; w += 2)
+        *reinterpret_cast<double2*>(S + (lr + h) * Pitch + lc + w) = make_double2(v[h][w], v[h][w + 1]);
+  });
+  copyRows(i0, j0);
+  forEach([&](int lr, int lc, const double(&v)[2][4]) {
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      *reinterpret_cast<double2*>(S + (lc + w) * Pitch + lr) = make_double2(v[0][w], v[1][w]);
+  });
+  copyRows(j0, i0);
+}
+
 // One block per (upper tile, K split), see SplitPlan. A whole tile (partial == nullptr, or before
 // the tail) writes itself and its mirror into C; a split writes its BM×BM partial sum to
 // partial[slot] and ata_splitk_reduce_kernel finishes. Tail: the launch has a tail split (its own
@@ -236,6 +342,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   }
   const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
 
+  Cfg::mark(0);
   const BlockWork work = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y);
   int bi, bj;
   bandedTileCoords(work.tile, T, bandRows, bi, bj);
@@ -393,6 +500,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
     copyWait<Stages - 1>();
     __syncthreads();
+    Cfg::mark(1);
     loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
     for (int kt = 0; kt < kTiles; ++kt) {
       const double* sI = stageI(kt);
@@ -423,6 +531,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
   }
   copyWait<0>();
+  Cfg::mark(2);
 
   // Each thread holds 2×W blocks: rows r, r + 1 and W consecutive columns from c (W = 4 with PairB:
   // fragment 2np + s, hardware column h sits at physical column 16np + 2h + s).
@@ -433,6 +542,14 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // Recomputed from the block index (a few integer ops) rather than kept live through the k-loop.
   const int64_t slot = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y).slot;
   double* P = slot >= 0 ? partial + slot * (BM * BM) : nullptr;
+  if constexpr (Cfg::BulkStore && Cfg::Stores == 2) {
+    // Whole tile, n even, C 16-byte aligned: every row of the tile and of its mirror is one bulk copy.
+    if (P == nullptr && n % 2 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
+      storeTileBulk<Cfg>(smem, C, n, i0, j0, diag, acc, wm0, wn0, g, t, tid);
+      Cfg::mark(3);
+      return;
+    }
+  }
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -465,22 +582,39 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         continue;
       }
       const int64_t r = i0 + lr, c = j0 + lc;
+      if constexpr (Cfg::Stores == 0) {
+        // Probe: no stores; a store that no product of inputs in [-1, 1) can trigger keeps them live.
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int w = 0; w < W; ++w)
+            if (v[h][w] == 0x1p1000) C[0] = v[h][w];
+        continue;
+      }
       if (vecStore && r + 1 < n && c + W - 1 < n) {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
 #pragma unroll
           for (int w = 0; w < W; w += 2)
             *reinterpret_cast<double2*>(C + (r + h) * n + c + w) = make_double2(v[h][w], v[h][w + 1]);
+        if constexpr (Cfg::Stores == 2) {
 #pragma unroll
-        for (int w = 0; w < W; ++w)
-          *reinterpret_cast<double2*>(C + (c + w) * n + r) = make_double2(v[0][w], v[1][w]);
+          for (int w = 0; w < W; ++w)
+            *reinterpret_cast<double2*>(C + (c + w) * n + r) = make_double2(v[0][w], v[1][w]);
+        }
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int w = 0; w < W; ++w) storeSym(C, n, r + h, c + w, v[h][w]);
+          for (int w = 0; w < W; ++w) {
+            if constexpr (Cfg::Stores == 2)
+              storeSym(C, n, r + h, c + w, v[h][w]);
+            else if (r + h <= c + w && c + w < n)
+              C[(r + h) * n + c + w] = v[h][w];
+          }
       }
     }
+  Cfg::mark(3);
 #endif
 }
 
@@ -616,10 +750,24 @@ inline void chooseSplits(FastPlan& plan, int64_t tiles, int64_t kTiles, int slot
   }
 }
 
+// The shared-memory opt-in of Cfg's kernels and their blocks per SM, once per device: set on every
+// call (as until issue 19's third round), the attributes and the occupancy query took 4 µs of host
+// time but made each launch ~25 µs later on the GPU, 2% of 4000² (NOTES.md §10.4).
 template <class Cfg, bool Vec16>
 cudaError_t prepareKernel(int& perSm) {
+  static std::mutex mutex;
+  static std::map<int, int> prepared;  // device -> blocks per SM
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto it = prepared.find(device);
+  if (it != prepared.end()) {
+    perSm = it->second;
+    return cudaSuccess;
+  }
   auto kernel = ata_mma_sym_kernel<Cfg, Vec16>;
-  cudaError_t err =
+  err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::Smem));
   if (err == cudaSuccess)
     err = cudaFuncSetAttribute(ata_mma_sym_kernel<Cfg, Vec16, true>,
@@ -627,6 +775,7 @@ cudaError_t prepareKernel(int& perSm) {
   if (err == cudaSuccess)
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, Cfg::Threads, Cfg::Smem);
   if (err == cudaSuccess && perSm < 1) err = cudaErrorInvalidConfiguration;
+  if (err == cudaSuccess) prepared[device] = perSm;
   return err;
 }
 
@@ -722,11 +871,14 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // Large: 128×128 tiles, 16 warps of 32×32 (four per scheduler to hide shared-memory latency),
 // 3 stages of 32 k-rows (203 KB shared), 1 block per SM; the refill copy interleaved with the MMAs
 // and lean copy addressing (issue 19: tensor pipe 82% -> 90% busy, bench/dev/ata/NOTES.md §8).
-// SkipLower is off here: its per-step branch cost more than the idle warps saved.
+// SkipLower is off here: its per-step branch cost more than the idle warps saved. BulkStore: the
+// epilogue's stores had kept each SM from its next block for 10-19 µs (issue 19, third round: 4000²
+// -2%, 10000² -1%, NOTES.md §10).
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
-using FastLarge90 = FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false>;
+using FastLarge90 =
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;

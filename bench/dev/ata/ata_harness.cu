@@ -16,6 +16,8 @@
 //   /tmp/h --shapes 8000,200000x2000   the timed shapes (N = N×N)
 //   /tmp/h --reps N  timed repetitions (default 7)   --fixed-order  no rotation of the order
 //   /tmp/h --no-big-check   skip the correctness pass over the big shapes
+//   /tmp/h --timeline 4000,10000   where each SM's time goes in the 128-tile kernel (timestamps)
+//   /tmp/h --host-plan  host time of launchFast's planning and of the API calls in it
 // Every timed run also records the SM clock it ran at (clock64/globaltimer probes) and NVML's
 // power, temperature and power-cap state (NOTES.md §8).
 #include <cublas_v2.h>
@@ -28,6 +30,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
 #include <random>
 #include <string>
 #include <vector>
@@ -398,6 +403,129 @@ LaunchFn wholeWavesOnly() {
   };
 }
 
+// ---- Where a block's time goes (issue 19, 4000²: NOTES.md §10) ------------------------------
+// Probe configs derive from a shipped config and hide its Stores / mark hooks (3_tensor_core.cu).
+template <class Base, int S>
+struct StoreProbe : Base {
+  static constexpr int Stores = S;  // 1: the tile only, no mirror; 0: no stores at all
+};
+// mark(p): thread 0 records %globaltimer (ns) and clock64 (this SM's cycles) at the four points of
+// its block's life, and the SM it ran on; point 3 waits for every warp to have issued its stores.
+__device__ unsigned long long* gMarkLog = nullptr;
+constexpr int kMarkWords = 9;  // g0..g3, c0..c3, smid
+template <class Base>
+struct Timed : Base {
+  static __device__ __forceinline__ void mark(int p) {
+    if (p == 3) __syncthreads();
+    if (threadIdx.x != 0 || gMarkLog == nullptr) return;
+    unsigned long long g;
+    const unsigned long long c = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+    unsigned long long* e = gMarkLog + static_cast<size_t>(blockIdx.x) * kMarkWords;
+    e[p] = g;
+    e[4 + p] = c;
+    if (p == 0) {
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      e[8] = sm;
+    }
+  }
+};
+// Issue 19, 4000² lever: the large config with the bulk-copy epilogue (BulkStore), shipped as
+// FastLarge90 after NOTES.md §10.4; LargeNoBulk is the large config before it.
+using LargeBulk = d::FastLarge90;
+using LargeNoBulk = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, false>;
+static_assert(LargeBulk::BulkStore && !LargeNoBulk::BulkStore, "the A/B pair");
+using ProbeTimedBulk = Timed<LargeBulk>;
+using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
+using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
+using ProbeTimed = Timed<LargeNoBulk>;
+
+// One config, its plan made once per shape (the first call, a warm-up in the timing loop) and kept:
+// what launchFast's host-side planning (device attributes, cudaFuncSetAttribute, the occupancy
+// query, for both tile sizes) costs inside the timed interval.
+template <class Cfg>
+LaunchFn cachedPlan() {
+  auto cache = std::make_shared<std::map<std::tuple<int64_t, int64_t, bool>, d::FastPlan>>();
+  return [cache](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    const auto key = std::make_tuple(r, c, reinterpret_cast<uintptr_t>(A) % 16 == 0);
+    auto it = cache->find(key);
+    if (it == cache->end()) {
+      d::FastPlan plan;
+      const cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 0, plan);
+      if (err != cudaSuccess) return err;
+      it = cache->emplace(key, plan).first;
+    }
+    return d::launchPlanned<Cfg>(A, C, r, c, s, it->second);
+  };
+}
+
+// What prepareKernel did on every call before it kept its result per device: the shared-memory
+// opt-in of both kernel instantiations of the vec16 flavour and the occupancy query.
+template <class Cfg>
+void uncachedPrepare() {
+  int perSm = 0;
+  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Cfg::Smem)));
+  CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<Cfg, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(Cfg::Smem)));
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<Cfg, true>, Cfg::Threads,
+                                                           Cfg::Smem));
+}
+
+// --host-plan: microseconds of host time per launchFast planning (both configs) and per API call in it.
+void hostPlanCost() {
+  const double* A = reinterpret_cast<const double*>(256);
+  constexpr int N = 2000;
+  auto time = [&](const char* what, auto&& f) {
+    f();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < N; ++i) f();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / N;
+    std::printf("host: %-58s %7.2f us per call\n", what, us);
+  };
+  time("planFast<FastLarge90> + planFast<FastSmall90> (4000x4000, prepared once)", [&] {
+    d::FastPlan a, b;
+    CHECK_CUDA(d::planFast<d::FastLarge90>(A, 4000, 4000, d::kModelFlops, 0, a));
+    CHECK_CUDA(d::planFast<d::FastSmall90>(A, 4000, 4000, d::kModelFlops * d::kSmallTileRate, 0, b));
+  });
+  time("both configs prepared as before (attributes + occupancy each call)", [&] {
+    uncachedPrepare<LargeNoBulk>();
+    uncachedPrepare<d::FastSmall90>();
+  });
+  time("cudaFuncSetAttribute(max dynamic shared memory)", [&] {
+    CHECK_CUDA(cudaFuncSetAttribute(d::ata_mma_sym_kernel<d::FastLarge90, true>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(d::FastLarge90::Smem)));
+  });
+  time("cudaOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
+    int perSm = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<d::FastLarge90, true>,
+                                                             d::FastLarge90::Threads, d::FastLarge90::Smem));
+  });
+  time("cudaGetDevice + cudaDeviceGetAttribute", [&] {
+    int dev = 0, v = 0;
+    CHECK_CUDA(cudaGetDevice(&dev));
+    CHECK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+  });
+}
+
+// Timing probe: every block of the 128-tile launch with an empty K range, i.e. only the launch and
+// the epilogue's stores (of zeros) of every tile, all SMs storing at once.
+LaunchFn epilogueOnly() {
+  return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    using Cfg = d::FastLarge90;
+    d::FastPlan plan;
+    cudaError_t err = d::planFast<Cfg>(A, r, c, d::kModelFlops, 1, plan, false);
+    if (err != cudaSuccess) return err;
+    const int64_t T = ck::ceilDiv(c, Cfg::BM), tiles = T * (T + 1) / 2;
+    const d::SplitPlan sp{1, tiles, 0, 0};
+    auto kernel = plan.vec16 ? d::ata_mma_sym_kernel<Cfg, true> : d::ata_mma_sym_kernel<Cfg, false>;
+    kernel<<<static_cast<unsigned>(tiles), Cfg::Threads, Cfg::Smem, s>>>(A, C, nullptr, 0, c, static_cast<int>(T),
+                                                                         d::kBandRows, sp);
+    return cudaGetLastError();
+  };
+}
+
 std::vector<Method> methods(bool variants, bool keepPoolVariant) {
   std::vector<Method> m = {
       {"basic", ck::ata::launchBasic, 4000, false},
@@ -440,6 +568,26 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     probe = {"probe.wholewaves.tailkernel", wholeWavesOnly<true>(), 0, true};
     probe.check = false;
     m.push_back(probe);
+    for (auto [name, fn] : std::vector<std::pair<std::string, LaunchFn>>{{"probe.nostore", forced<ProbeNoStore>(1)},
+                                                                         {"probe.nomirror", forced<ProbeNoMirror>(1)},
+                                                                         {"probe.epionly", epilogueOnly()}}) {
+      Method pm{name, fn, 0, true};
+      pm.check = false;
+      m.push_back(pm);
+    }
+    m.push_back({"probe.timed", forced<ProbeTimed>(1), 0, true});  // computes C: checked
+    m.push_back({"v.large.bulk", forced<LargeBulk>(), 0, true});
+    m.push_back({"v.large.bulk.nosplit", forced<LargeBulk>(1), 0, true});
+    m.push_back({"fast.cachedplan", cachedPlan<LargeNoBulk>(), 0, true});
+    m.push_back({"v.large.bulk.cachedplan", cachedPlan<LargeBulk>(), 0, true});
+    m.push_back({"v.large.nobulk", forced<LargeNoBulk>(), 0, true});
+    // `fast` as it was before NOTES.md §10.4: the large config without BulkStore, and the kernels'
+    // attributes and occupancy set and queried on every call.
+    m.push_back({"v7.fast.before", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   uncachedPrepare<LargeNoBulk>();
+                   uncachedPrepare<d::FastSmall90>();
+                   return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
+                 }, 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
@@ -745,6 +893,14 @@ void printPlans() {
   printKernel<V6Small, false>("V6Small");
   printKernel<V6SmallNoSkip, true>("V6SmallNoSkip");
   printKernel<V4Small, true>("V4Small");
+  printKernel<ProbeTimed, true>("ProbeTimed");
+  printKernel<LargeBulk, true>("LargeBulk");
+  printKernel<LargeBulk, true, true>("LargeBulk");
+  printKernel<LargeBulk, false>("LargeBulk");
+  printKernel<LargeNoBulk, true>("LargeNoBulk");
+  printKernel<ProbeTimedBulk, true>("ProbeTimedBulk");
+  printKernel<ProbeNoStore, true>("ProbeNoStore");
+  printKernel<ProbeNoMirror, true>("ProbeNoMirror");
   for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {6000, 6000}, {7000, 7000}, {8000, 8000},
                                                              {9000, 9000}, {10000, 10000}, {12000, 12000}, {14000, 14000},
                                                              {16000, 16000}, {18000, 18000}, {200000, 2000}, {50000, 4000},
@@ -752,6 +908,163 @@ void printPlans() {
     printPlan<d::FastLarge90>(r, c, 1.0);
     printPlan<d::FastSmall90>(r, c, d::kSmallTileRate);
   }
+}
+
+// --timeline SHAPES: the shipped 128-tile kernel with timestamps (ProbeTimed, no split), 2 warm-up
+// launches and 3 recorded ones per shape (each after the idle gap), then where each SM's time went:
+// block lead-in, pipeline fill (entry to first stage landed), product loop, epilogue (stores
+// issued), the gaps between one block's end and the next block's entry on the same SM (retire +
+// launch), and the idle time at the end (the ragged last wave). Cycles are each SM's clock64.
+template <class Cfg>
+void timeline(const std::vector<std::pair<int64_t, int64_t>>& shapes, const char* name) {
+  std::printf("== timeline (%s + timestamps, no split; %d ms idle before each launch)\n", name, gGapMs);
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  auto coords = [](int64_t t, int T, int band, int& bi, int& bj) {  // host copy of bandedTileCoords
+    int b0 = 0;
+    for (;;) {
+      const int gb = std::min(band, T - b0);
+      const int64_t tri = int64_t(gb) * (gb + 1) / 2, count = tri + int64_t(gb) * (T - b0 - gb);
+      if (t < count) {
+        if (t < tri) {
+          int c = 0;
+          while ((c + 1) * (c + 2) / 2 <= t) ++c;
+          bj = b0 + c, bi = b0 + static_cast<int>(t - c * (c + 1) / 2);
+        } else {
+          bj = b0 + gb + static_cast<int>((t - tri) / gb), bi = b0 + static_cast<int>((t - tri) % gb);
+        }
+        return;
+      }
+      t -= count, b0 += gb;
+    }
+  };
+  for (auto [rows, cols] : shapes) {
+    Problem p{rows, cols};
+    setup(p, false);
+    const int T = static_cast<int>(ck::ceilDiv(cols, Cfg::BM));
+    const int64_t tiles = int64_t(T) * (T + 1) / 2, kTiles = ck::ceilDiv(rows, Cfg::BK);
+    unsigned long long* log = nullptr;
+    CHECK_CUDA(cudaMalloc(&log, tiles * kMarkWords * sizeof(unsigned long long)));
+    CHECK_CUDA(cudaMemcpyToSymbol(gMarkLog, &log, sizeof log));
+    const LaunchFn fn = forced<Cfg>(1);
+    for (int it = 0; it < 5; ++it) {
+      poison(p);
+      CHECK_CUDA(cudaMemsetAsync(log, 0, tiles * kMarkWords * sizeof(unsigned long long), gStream));
+      CHECK_CUDA(cudaStreamSynchronize(gStream));
+      if (gGapMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gGapMs));
+      CHECK_CUDA(cudaEventRecord(e0, gStream));
+      CHECK_CUDA(fn(p.A, p.C, rows, cols, gStream));
+      CHECK_CUDA(cudaEventRecord(e1, gStream));
+      CHECK_CUDA(cudaStreamSynchronize(gStream));
+      if (it < 2) continue;
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      std::vector<unsigned long long> h(static_cast<size_t>(tiles) * kMarkWords);
+      CHECK_CUDA(cudaMemcpy(h.data(), log, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
+      struct Blk {
+        unsigned long long g[4], c[4];
+        int sm, cls;  // cls 0 interior, 1 diagonal, 2 edge (last tile column, n not a multiple of BM)
+      };
+      std::vector<Blk> b(static_cast<size_t>(tiles));
+      unsigned long long gMin = ~0ull, gMax = 0;
+      int smMax = 0;
+      for (int64_t t = 0; t < tiles; ++t) {
+        Blk& x = b[t];
+        for (int k = 0; k < 4; ++k) x.g[k] = h[t * kMarkWords + k], x.c[k] = h[t * kMarkWords + 4 + k];
+        x.sm = static_cast<int>(h[t * kMarkWords + 8]);
+        int bi, bj;
+        coords(t, T, d::kBandRows, bi, bj);
+        x.cls = bi == bj ? 1 : (bj == T - 1 && cols % Cfg::BM ? 2 : 0);
+        gMin = std::min(gMin, x.g[0]), gMax = std::max(gMax, x.g[3]);
+        smMax = std::max(smMax, x.sm);
+      }
+      std::vector<std::vector<int>> perSm(smMax + 1);
+      for (int64_t t = 0; t < tiles; ++t) perSm[b[t].sm].push_back(static_cast<int>(t));
+      std::vector<double> clk;  // MHz per SM: its cycles over its ns, first entry to last end
+      for (auto& v : perSm) {
+        if (v.empty()) continue;
+        std::sort(v.begin(), v.end(), [&](int x, int y) { return b[x].c[0] < b[y].c[0]; });
+        const Blk &f = b[v.front()], &l = b[v.back()];
+        if (l.g[3] > f.g[0]) clk.push_back(double(l.c[3] - f.c[0]) / double(l.g[3] - f.g[0]) * 1e3);
+      }
+      std::sort(clk.begin(), clk.end());
+      const double mhz = clk[clk.size() / 2];
+      auto pct = [](std::vector<double> v, double q) {
+        if (v.empty()) return NAN * 1.0;
+        std::sort(v.begin(), v.end());
+        return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+      };
+      std::printf("%s launch %d: event %.3f ms, first entry to last end %.1f us, SM clock %.0f MHz, %lld tiles on %zu SMs,"
+                  " %lld k-tiles each\n",
+                  shapeName(rows, cols).c_str(), it - 1, ms, (gMax - gMin) * 1e-3, mhz, (long long)tiles, clk.size(),
+                  (long long)kTiles);
+      const char* names[3] = {"interior", "diagonal", "edge"};
+      for (int cls = 0; cls < 3; ++cls) {
+        std::vector<double> fill, main, epi;
+        for (const auto& x : b)
+          if (x.cls == cls) {
+            fill.push_back(double(x.c[1] - x.c[0]));
+            main.push_back(double(x.c[2] - x.c[1]) / kTiles);
+            epi.push_back(double(x.c[3] - x.c[2]));
+          }
+        if (fill.empty()) continue;
+        std::printf("  %-8s %4zu blocks, cycles median [p10 p90]: fill %6.0f [%6.0f %6.0f]  per k-tile %5.0f [%5.0f %5.0f]"
+                    "  epilogue %6.0f [%6.0f %6.0f]\n",
+                    names[cls], fill.size(), pct(fill, .5), pct(fill, .1), pct(fill, .9), pct(main, .5), pct(main, .1),
+                    pct(main, .9), pct(epi, .5), pct(epi, .1), pct(epi, .9));
+      }
+      // Per SM, in us: lead-in (first entry after the launch's first), fill, loop, epilogue, gaps between
+      // its blocks, idle after its last block until the launch's last end; means over SMs.
+      double lead = 0, fill = 0, loop = 0, epi = 0, gap = 0, idle = 0;
+      int nSm = 0, bMin = INT_MAX, bMax = 0;
+      std::vector<double> ends;
+      size_t depth = 0;
+      for (const auto& v : perSm) depth = std::max(depth, v.size());
+      std::vector<std::vector<double>> endAt(depth), epiAt(depth), fillAt(depth), gapAt(depth);
+      for (const auto& v : perSm) {
+        if (v.empty()) continue;
+        ++nSm;
+        bMin = std::min<int>(bMin, static_cast<int>(v.size())), bMax = std::max<int>(bMax, static_cast<int>(v.size()));
+        lead += (b[v.front()].g[0] - gMin) * 1e-3;
+        idle += (gMax - b[v.back()].g[3]) * 1e-3;
+        ends.push_back((b[v.back()].g[3] - gMin) * 1e-3);
+        for (size_t k = 0; k < v.size(); ++k) {
+          const Blk& x = b[v[k]];
+          fill += (x.c[1] - x.c[0]) / mhz, loop += (x.c[2] - x.c[1]) / mhz, epi += (x.c[3] - x.c[2]) / mhz;
+          endAt[k].push_back((x.g[3] - gMin) * 1e-3);
+          epiAt[k].push_back(double(x.c[3] - x.c[2]));
+          fillAt[k].push_back(double(x.c[1] - x.c[0]));
+          if (k > 0) {
+            const double gp = double(x.c[0] - b[v[k - 1]].c[3]) / mhz;
+            gap += gp;
+            gapAt[k].push_back(gp);
+          }
+        }
+      }
+      std::printf("  per SM, mean us: lead-in %.2f  fill %.2f  loop %.2f  epilogue %.2f  gaps %.2f  idle at end %.2f"
+                  "  (sum %.1f; blocks per SM %d-%d; last end over SMs: min %.1f median %.1f max %.1f us)\n",
+                  lead / nSm, fill / nSm, loop / nSm, epi / nSm, gap / nSm, idle / nSm,
+                  (lead + fill + loop + epi + gap + idle) / nSm, bMin, bMax, pct(ends, 0), pct(ends, .5),
+                  pct(ends, 1.0));
+      for (size_t k = 0; k < depth; ++k)
+        std::printf("  block %zu on its SM (%3zu SMs): end median %8.1f us [min %8.1f max %8.1f]  fill %6.0f cyc  "
+                    "epilogue %6.0f cyc  gap before %5.2f us\n",
+                    k, endAt[k].size(), pct(endAt[k], .5), pct(endAt[k], 0), pct(endAt[k], 1.0), pct(fillAt[k], .5),
+                    pct(epiAt[k], .5), k ? pct(gapAt[k], .5) : 0.0);
+    }
+    const Check c = compare(p.C, p.Ref, cols);
+    const bool ok = c.pass(kTol, true);
+    if (!ok) ++gFailures;
+    std::printf("%s timeline kernel's C: rel=%.3e nonfinite=%llu asym=%llu %s\n", shapeName(rows, cols).c_str(), c.rel,
+                c.nonfinite, c.asym, ok ? "PASS" : "FAIL");
+    unsigned long long* none = nullptr;
+    CHECK_CUDA(cudaMemcpyToSymbol(gMarkLog, &none, sizeof none));
+    CHECK_CUDA(cudaFree(log));
+    teardown(p);
+  }
+  CHECK_CUDA(cudaEventDestroy(e0));
+  CHECK_CUDA(cudaEventDestroy(e1));
 }
 
 // --profile: no helper kernels (A is filled from the host), one launch of each method at 8000²
@@ -787,8 +1100,9 @@ void profile(const std::vector<Method>& ms, bool all) {
 
 int main(int argc, char** argv) {
   bool small = false, tiny = false, variants = false, doTiming = true, profileOnly = false, keepPool = false;
-  bool bigCheck = true;
+  bool bigCheck = true, hostPlan = false;
   std::vector<std::string> methodFilter;
+  std::vector<std::pair<int64_t, int64_t>> timelineShapes;
   std::vector<std::pair<int64_t, int64_t>> timedShapes = {{2000, 2000},   {4000, 4000},  {8000, 8000},
                                                           {16000, 16000}, {1000000, 64}, {200000, 2000}};
   for (int i = 1; i < argc; ++i) {
@@ -803,13 +1117,15 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) gReps = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--fixed-order")) gRotate = false;
     else if (!std::strcmp(argv[i], "--no-big-check")) bigCheck = false;
+    else if (!std::strcmp(argv[i], "--host-plan")) hostPlan = true;
     else if (!std::strcmp(argv[i], "--methods") && i + 1 < argc) methodFilter = splitList(argv[++i]);
-    else if (!std::strcmp(argv[i], "--shapes") && i + 1 < argc) {
-      timedShapes.clear();
+    else if ((!std::strcmp(argv[i], "--shapes") || !std::strcmp(argv[i], "--timeline")) && i + 1 < argc) {
+      auto& list = argv[i][2] == 's' ? timedShapes : timelineShapes;
+      list.clear();
       for (const auto& x : splitList(argv[++i])) {
         const auto xpos = x.find('x');
         const long long r = std::atoll(x.c_str()), c = xpos == std::string::npos ? r : std::atoll(x.c_str() + xpos + 1);
-        timedShapes.push_back({r, c});
+        list.push_back({r, c});
       }
     }
     else {
@@ -863,6 +1179,11 @@ int main(int argc, char** argv) {
                       smallShapes.end());
   }
   printPlans();
+  if (!timelineShapes.empty()) {
+    timeline<ProbeTimed>(timelineShapes, "LargeNoBulk");
+    timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk = FastLarge90");
+  }
+  if (hostPlan) hostPlanCost();
   correctness(smallShapes, ms);
   if (!small) {
     if (bigCheck) correctness(bigShapes, ms);
