@@ -30,9 +30,9 @@ const majorCache = new Map<number, number>();
 /**
  * The variant `auto` runs for a rows×cols A on `device`: the fastest measured on an H100 and an
  * H200 (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
- * very skinny A (few output tiles), cuBLAS DSYRK below 6000 columns (`fast` measured 0.81-0.84x of
- * it at 2000², 0.99-1.02x at 4000²), `fast` from 6000 columns up (1.00-1.02x of DSYRK at 6000²,
- * 1.03-1.43x from 8000² in the package benchmark).
+ * very skinny A (few output tiles), cuBLAS DSYRK below 4000 columns (`fast` measured 0.84-0.86x of
+ * it at 2000² and 0.89-0.90x at 3000² on the H200), `fast` from 4000 columns up (1.03-1.06x of
+ * DSYRK at 4000², 1.04-1.11x at 6000², 1.06-1.31x from 8000² in the package benchmark, issue 19).
  */
 export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof ataMethods)[number] {
   let major = majorCache.get(device);
@@ -43,7 +43,7 @@ export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof a
   const ours = major >= 8 ? 'fast' : 'tiled';
   if (!cublasInfo().available) return ours;
   if (cols <= 128) return 'cublas';
-  return ours === 'fast' && cols >= 6000 ? 'fast' : 'cublas-syrk';
+  return ours === 'fast' && cols >= 4000 ? 'fast' : 'cublas-syrk';
 }
 
 /**
