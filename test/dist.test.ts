@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as ck from '../lib';
-import { rankPlan } from '../lib/bench/dist';
+import { rankPlan, report } from '../lib/bench/dist';
+import type { BenchRow } from '../lib/bench/results';
 import { rankEnvironment } from '../lib/cli/launch';
 import { native } from '../lib/native';
 import { hostGraph } from './harness/families';
@@ -459,11 +460,11 @@ describe('NCCL loaded at run time', () => {
 
 describe('the multi-process benchmarks', () => {
   test('one rank per GPU; on fewer than 2 GPUs they skip unless CK_BENCH_RANKS asks for ranks sharing GPUs (no speed figure)', () => {
-    expect(rankPlan({}, 2)).toEqual({ ranks: 2, counts: [2], shared: false });
+    expect(rankPlan({}, 2)).toEqual({ ranks: 2, counts: [2], shared: false, gpus: 2 });
     expect(rankPlan({}, 1)).toMatchObject({ ranks: 0, counts: [], reason: expect.stringMatching(/needs 2 GPUs/) });
     expect(rankPlan({}, 0).ranks).toBe(0);
-    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 1)).toEqual({ ranks: 2, counts: [2], shared: true });
-    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 2)).toEqual({ ranks: 2, counts: [2], shared: false });
+    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 1)).toEqual({ ranks: 2, counts: [2], shared: true, gpus: 1 });
+    expect(rankPlan({ CK_BENCH_RANKS: '2' }, 2)).toEqual({ ranks: 2, counts: [2], shared: false, gpus: 2 });
     expect(rankPlan({ CK_BENCH_RANKS: '1' }, 2)).toMatchObject({
       ranks: 0,
       reason: expect.stringMatching(/CK_BENCH_RANKS/),
@@ -472,11 +473,30 @@ describe('the multi-process benchmarks', () => {
   });
 
   test('the scaling runs: every power of two up to the GPUs present (and their number), or the listed counts, in one run', () => {
-    expect(rankPlan({}, 4)).toEqual({ ranks: 4, counts: [2, 4], shared: false });
-    expect(rankPlan({}, 8)).toEqual({ ranks: 8, counts: [2, 4, 8], shared: false });
-    expect(rankPlan({}, 6)).toEqual({ ranks: 6, counts: [2, 4, 6], shared: false });
-    expect(rankPlan({ CK_BENCH_RANKS: '4,2,4' }, 8)).toEqual({ ranks: 4, counts: [2, 4], shared: false });
-    expect(rankPlan({ CK_BENCH_RANKS: '2,4' }, 1)).toEqual({ ranks: 4, counts: [2, 4], shared: true });
+    expect(rankPlan({}, 4)).toEqual({ ranks: 4, counts: [2, 4], shared: false, gpus: 4 });
+    expect(rankPlan({}, 8)).toEqual({ ranks: 8, counts: [2, 4, 8], shared: false, gpus: 8 });
+    expect(rankPlan({}, 6)).toEqual({ ranks: 6, counts: [2, 4, 6], shared: false, gpus: 6 });
+    expect(rankPlan({ CK_BENCH_RANKS: '4,2,4' }, 8)).toEqual({ ranks: 4, counts: [2, 4], shared: false, gpus: 8 });
+    expect(rankPlan({ CK_BENCH_RANKS: '2,4' }, 1)).toEqual({ ranks: 4, counts: [2, 4], shared: true, gpus: 1 });
+    // 2 and 4 ranks on 2 GPUs: the 2-rank rows are figures, the 4-rank ones (sharing GPUs) are not.
+    const rows: BenchRow[] = [1, 2, 4].map((gpus) => ({
+      op: 'apsp',
+      method: `m${gpus}`,
+      size: '1',
+      ms: 1,
+      rate: 1,
+      unit: 'x',
+      reps: 1,
+      check: 'ok',
+      gpus,
+    }));
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      expect(report(2, rows, []).map((r) => r.gpus)).toEqual([1, 2]);
+      expect(String(stderr.mock.calls.map((c) => c[0]).join(''))).toMatch(/1 row\(s\) measured with ranks SHARING/);
+    } finally {
+      stderr.mockRestore();
+    }
   });
 });
 

@@ -48,7 +48,9 @@ export function rankPlan(
 ): {
   ranks: number;
   counts: number[];
+  /** Whether the largest count shares GPUs; a count k shares them when k > gpus. */
   shared: boolean;
+  gpus: number;
   reason?: string;
 } {
   let counts: number[];
@@ -59,6 +61,7 @@ export function rankPlan(
         ranks: 0,
         counts: [],
         shared: false,
+        gpus,
         reason: `CK_BENCH_RANKS must be integers ≥ 2 separated by commas, got ${env.CK_BENCH_RANKS}`,
       };
     }
@@ -73,11 +76,12 @@ export function rankPlan(
       ranks: 0,
       counts: [],
       shared: false,
+      gpus,
       reason: `needs 2 GPUs (found ${gpus}); CK_BENCH_RANKS=2 tries it on one`,
     };
   }
   const ranks = counts[counts.length - 1];
-  return { ranks, counts, shared: ranks > gpus };
+  return { ranks, counts, shared: ranks > gpus, gpus };
 }
 
 function runRanks(ranks: number, shared: boolean, args: string[], env: Record<string, string> = {}): RankRun {
@@ -112,15 +116,17 @@ function runRanks(ranks: number, shared: boolean, args: string[], env: Record<st
   return { rows, ok: r.status === 0, log };
 }
 
-function report(shared: boolean, rows: BenchRow[], failed: string[]): BenchRow[] {
+/** The rows of rank counts that shared GPUs are printed, not returned: they are no speed figures. */
+export function report(gpus: number, rows: BenchRow[], failed: string[]): BenchRow[] {
   for (const f of failed) process.stderr.write(`${f}\n`);
-  if (!shared) return rows;
+  const shared = rows.filter((r) => (r.gpus ?? 1) > gpus);
+  if (shared.length === 0) return rows;
   process.stderr.write(
-    `\n${rows.length} row(s) measured with ranks SHARING a GPU (NCCL socket transport, time-sliced kernels): ` +
+    `\n${shared.length} row(s) measured with ranks SHARING a GPU (NCCL socket transport, time-sliced kernels): ` +
       'they show that the benchmark runs, they are NOT speed figures, and they are not written to the results file:\n',
   );
-  for (const r of rows) process.stderr.write(`  ${JSON.stringify(r)}\n`);
-  return [];
+  for (const r of shared) process.stderr.write(`  ${JSON.stringify(r)}\n`);
+  return rows.filter((r) => (r.gpus ?? 1) <= gpus);
 }
 
 const MiB = 1 << 20;
@@ -152,7 +158,7 @@ export const collectivesFamily: BenchFamily = {
       const rounds: { ours: Record<string, unknown>[]; torch: Record<string, unknown>[] }[] = [];
       for (let round = 0; round < 2; round++) {
         ctx.progress(`collectives (ours) ${k} ranks, round ${round + 1}`);
-        const ours = runRanks(k, plan.shared, ['collectives', sizes.join(','), String(reps)]);
+        const ours = runRanks(k, k > plan.gpus, ['collectives', sizes.join(','), String(reps)]);
         if (!ours.ok) failed.push(`collectives: our ${k} ranks failed:\n${ours.log}`);
         ctx.progress(`collectives (torch.distributed) ${k} ranks, round ${round + 1}`);
         const port = String(20000 + Math.floor(Math.random() * 20000));
@@ -175,7 +181,7 @@ export const collectivesFamily: BenchFamily = {
             encoding: 'utf8',
             maxBuffer: 1 << 26,
             timeout: 1_800_000,
-            env: { ...process.env, ...(plan.shared ? { CK_HOSTID_PER_RANK: '1' } : {}) },
+            env: { ...process.env, ...(k > plan.gpus ? { CK_HOSTID_PER_RANK: '1' } : {}) },
           },
         );
         const torch = (t.stdout ?? '')
@@ -224,7 +230,7 @@ export const collectivesFamily: BenchFamily = {
         }
       }
     }
-    return report(plan.shared, rows, failed);
+    return report(plan.gpus, rows, failed);
   },
 };
 
@@ -233,7 +239,15 @@ export const apspDistFamily: BenchFamily = {
   op: 'apsp',
   description:
     'all-pairs shortest paths over processes through NCCL, beside 1 GPU and the in-process band scheme (Grelax/s = n³/time/1e9)',
-  plan: (ctx) => (ctx.sizes ?? [ctx.quick ? 4096 : 32768]).length * (1 + 3 * rankPlan().counts.length),
+  plan: (ctx) => {
+    const counts = rankPlan().counts.length;
+    if (counts === 0) return 0;
+    // Per size that one GPU holds: 1 GPU, then per count the band scheme and two transports; beyond: one run per count.
+    return (ctx.sizes ?? [ctx.quick ? 4096 : 32768]).reduce(
+      (t, n) => t + (n <= APSP_MAX_N ? 1 + 3 * counts : counts),
+      0,
+    );
+  },
   run(ctx) {
     const plan = rankPlan();
     if (plan.ranks === 0) {
@@ -306,7 +320,7 @@ export const apspDistFamily: BenchFamily = {
         ] as const;
         for (const [method, env] of fitsOne ? transports : transports.slice(0, 1)) {
           ctx.progress(`apsp n=${n}: ${method}`);
-          const r = runRanks(k, plan.shared, ['apsp', String(n), String(reps), 'check'], env);
+          const r = runRanks(k, k > plan.gpus, ['apsp', String(n), String(reps), 'check'], env);
           if (!r.ok) failed.push(`apsp-dist ${method}: ranks failed:\n${r.log}`);
           const row = r.rows.find((x) => x.op === 'apsp');
           if (!row) continue;
@@ -338,7 +352,7 @@ export const apspDistFamily: BenchFamily = {
         }
       }
     }
-    return report(plan.shared, rows, failed);
+    return report(plan.gpus, rows, failed);
   },
 };
 
@@ -384,7 +398,7 @@ export const mlpDistFamily: BenchFamily = {
     }
     for (const k of plan.counts) {
       ctx.progress(`mlp ${size} data parallel on ${k} ranks`);
-      const r = runRanks(k, plan.shared, ['mlp', layers.join(','), String(P), String(reps)]);
+      const r = runRanks(k, k > plan.gpus, ['mlp', layers.join(','), String(P), String(reps)]);
       if (!r.ok) failed.push(`mlp-dist: ${k} ranks failed:\n${r.log}`);
       const row = r.rows.find((x) => x.op === 'mlp');
       if (!row) continue;
@@ -403,6 +417,6 @@ export const mlpDistFamily: BenchFamily = {
         note: `${k} ranks, ${P / k} patterns each, one batch per epoch, gradients all-reduced; ${(ms / base.ms).toFixed(3)}× the 1-GPU epoch time; one epoch's weights vs 1 GPU: ${row.check}`,
       });
     }
-    return report(plan.shared, rows, failed);
+    return report(plan.gpus, rows, failed);
   },
 };

@@ -80,22 +80,44 @@ export interface ApspDistResult {
   matrix: DeviceArray<'int32'> | null;
 }
 
-const CHUNK = 1 << 30;
+// Rows move between a file and the device in pieces of at most 2^28 elements (1 GiB): a band can be
+// larger than one typed array may be (2^32 elements on Node 20), or than the host wants to hold.
+let PIECE = 1 << 28;
+
+/**
+ * Sets the piece size of the file reads and writes (elements), so that tests can make small bands
+ * move in several pieces; returns the previous size.
+ * @internal
+ */
+export function setFilePiece(elements: number): number {
+  const previous = PIECE;
+  PIECE = checkInteger('elements', elements, 1);
+  return previous;
+}
 
 function readRows(file: string, n: number, row0: number, rows: number, device: number): DeviceArray<'int32'> {
-  const host = new Int32Array(rows * n);
-  const bytes = new Uint8Array(host.buffer);
+  const band = empty('int32', rows * n, { device, shape: [rows, n] });
+  const per = Math.max(1, Math.floor(PIECE / n));
   const fd = fs.openSync(file, 'r');
   try {
-    for (let done = 0; done < bytes.length;) {
-      const got = fs.readSync(fd, bytes, done, Math.min(CHUNK, bytes.length - done), 4 + row0 * n * 4 + done);
-      if (got === 0) throw new RangeError(`${file}: ends before row ${row0 + rows} of ${n} (truncated?)`);
-      done += got;
+    for (let r = 0; r < rows; r += per) {
+      const host = new Int32Array(Math.min(per, rows - r) * n);
+      const bytes = new Uint8Array(host.buffer);
+      const at = 4 + (row0 + r) * n * 4;
+      for (let done = 0; done < bytes.length;) {
+        const got = fs.readSync(fd, bytes, done, bytes.length - done, at + done);
+        if (got === 0) throw new RangeError(`${file}: ends before row ${row0 + rows} of ${n} (truncated?)`);
+        done += got;
+      }
+      band.copyFrom(host, { offset: r * n });
     }
+  } catch (e) {
+    band.free();
+    throw e;
   } finally {
     fs.closeSync(fd);
   }
-  return upload(host, { device });
+  return band;
 }
 
 function readHeader(file: string): number {
@@ -115,12 +137,20 @@ function readHeader(file: string): number {
   }
 }
 
-function writeRows(file: string, host: Int32Array, n: number, row0: number): void {
-  const bytes = new Uint8Array(host.buffer, host.byteOffset, host.byteLength);
+async function writeRows(file: string, band: DeviceArray<'int32'>, n: number, row0: number): Promise<void> {
+  const rows = band.length / n;
+  const per = Math.max(1, Math.floor(PIECE / n));
+  using stage = empty('int32', Math.min(per, rows) * n, { device: band.device });
+  const host = new Int32Array(stage.length);
   const fd = fs.openSync(file, 'r+');
   try {
-    for (let done = 0; done < bytes.length;) {
-      done += fs.writeSync(fd, bytes, done, Math.min(CHUNK, bytes.length - done), 4 + row0 * n * 4 + done);
+    for (let r = 0; r < rows; r += per) {
+      const count = Math.min(per, rows - r) * n;
+      copyDevice(stage, band, { srcOffset: r * n, count });
+      await stage.toHost(host);
+      const bytes = new Uint8Array(host.buffer, 0, count * 4);
+      const at = 4 + (row0 + r) * n * 4;
+      for (let done = 0; done < bytes.length;) done += fs.writeSync(fd, bytes, done, bytes.length - done, at + done);
     }
   } finally {
     fs.closeSync(fd);
@@ -129,7 +159,17 @@ function writeRows(file: string, host: Int32Array, n: number, row0: number): voi
 
 // Every rank learns every rank's n and whether its step went well, so that all of them go on or all
 // of them throw (a rank that threw alone would leave the others waiting in the next collective).
-async function agree(comm: Communicator, n: number, failure: unknown, step: string): Promise<number> {
+// Every rank learns whether each rank's `step` failed and what value (n) it has: the ranks that failed
+// rethrow their own error, the others throw naming them, so that no rank goes on to a collective the
+// others never make; and the values must agree.
+async function agree(
+  comm: Communicator,
+  n: number,
+  failure: unknown,
+  step: string,
+  who = 'apspDistributed',
+  what = 'n',
+): Promise<number> {
   using mine = upload(Int32Array.of(n, failure === null ? 1 : 0), { device: comm.device });
   using all = await comm.allGather(mine);
   const got = await all.toHost();
@@ -142,16 +182,15 @@ async function agree(comm: Communicator, n: number, failure: unknown, step: stri
   if (failure !== null) throw failure;
   if (failed.length > 0) {
     throw new Error(
-      `apspDistributed: ${step} failed on rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} (see its error)`,
+      `${who}: ${step} failed on rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} (see its error)`,
     );
   }
   if (ns.size > 1) {
     throw new RangeError(
-      `apspDistributed: the ranks disagree on n (${[...ns].join(', ')}); every rank must pass the same graph`,
+      `${who}: the ranks disagree on ${what} (${[...ns].join(', ')}); every rank must pass the same`,
     );
   }
-  if (ns.size === 0)
-    throw new RangeError('apspDistributed: no rank knows n (rank 0 must pass input.n with input.matrix)');
+  if (ns.size === 0) throw new RangeError(`${who}: no rank knows n (rank 0 must pass input.n with input.matrix)`);
   return [...ns][0];
 }
 
@@ -370,7 +409,7 @@ export async function apspDistributed(
       }
       await agree(comm, n, bad, `creating ${file}`);
       try {
-        if (out) writeRows(file, await out.toHost(), n, row0);
+        if (out) await writeRows(file, out, n, row0);
       } catch (e) {
         bad = e;
       }
@@ -385,7 +424,10 @@ export async function apspDistributed(
 
 /** Options of {@link apspBellmanCheck}. */
 export interface ApspBellmanOptions {
-  /** Pairs (i, j) to check, drawn at random; every 16th is a diagonal pair (default 256). */
+  /**
+   * Pairs (i, j) to check, drawn at random; every 16th (and the last, with fewer than 16) is a diagonal
+   * pair (default 256). Every rank must pass the same.
+   */
   samples?: number;
   /** Seed of the draw (default 1); every rank must pass the same. */
   seed?: number;
@@ -426,29 +468,49 @@ export async function apspBellmanCheck(
   options: ApspBellmanOptions = {},
 ): Promise<ApspBellmanReport> {
   if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
-  if (typeof result !== 'object' || result === null) throw typeError('result', 'an apspDistributed result', result);
-  const n = checkN('result.n', result.n);
-  const samples = checkInteger('options.samples', options.samples ?? 256, 1, 1 << 20);
-  const seed = checkInteger('options.seed', options.seed ?? 1);
-  // Weights ≥ 1: with zero-weight cycles the equation has other solutions.
-  const { density, minWeight, maxWeight, seed: graphSeed } = randomGraphParams('random', random, 1);
+  comm.handle('apspBellmanCheck');
   const { device } = comm;
-  const { row0, rows } = apspBandOf(n, comm.size, comm.rank);
-  const band = result.band;
-  if (rows > 0) {
-    checkArray('result.band', band, 'int32');
-    const b = band as DeviceArray<'int32'>;
-    if (b.device !== device)
-      throw rangeError('result.band', `on the communicator's device ${device}`, `device ${b.device}`);
-    if (b.length !== rows * n)
-      throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, `${b.length} elements`);
+  // Checked on each rank, then agreed on: a rank with a bad argument must not leave the others
+  // waiting in the all-reduce below.
+  let failure: unknown = null;
+  let n = 0;
+  let samples = 0;
+  let seed = 0;
+  let graph: ReturnType<typeof randomGraphParams> = { density: 0, minWeight: 1, maxWeight: 1, seed: 1 };
+  let rows = 0;
+  let row0 = 0;
+  try {
+    if (typeof result !== 'object' || result === null) throw typeError('result', 'an apspDistributed result', result);
+    n = checkN('result.n', result.n);
+    samples = checkInteger('options.samples', options.samples ?? 256, 1, 1 << 20);
+    seed = checkInteger('options.seed', options.seed ?? 1);
+    // Weights ≥ 1: with zero-weight cycles the equation has other solutions.
+    graph = randomGraphParams('random', random, 1);
+    ({ row0, rows } = apspBandOf(n, comm.size, comm.rank));
+    if (rows > 0) {
+      const b = checkArray('result.band', result.band, 'int32') as DeviceArray<'int32'>;
+      b.handle('result.band');
+      if (b.device !== device)
+        throw rangeError('result.band', `on the communicator's device ${device}`, `device ${b.device}`);
+      if (b.length !== rows * n)
+        throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, `${b.length} elements`);
+    }
+  } catch (e) {
+    failure = e;
   }
+  await agree(comm, n, failure, 'checking the arguments', 'apspBellmanCheck');
+  await agree(comm, samples, null, 'checking the arguments', 'apspBellmanCheck', 'options.samples');
+  const band = result.band;
+  const { density, minWeight, maxWeight, seed: graphSeed } = graph;
   // The same pairs on every rank: a deterministic draw from the seed.
   const draw = randomArray(Float64Array, 2 * samples, seed);
   const pairs = new Int32Array(2 * samples);
   for (let p = 0; p < samples; p++) {
     const i = Math.min(n - 1, Math.floor(((draw[2 * p] + 1) / 2) * n));
-    const j = p % 16 === 15 ? i : Math.min(n - 1, Math.floor(((draw[2 * p + 1] + 1) / 2) * n));
+    // Every 16th pair, and the last when there are fewer than 16, is diagonal: d[i][i] = 0 is what
+    // catches a band shifted as a whole (d + c satisfies the equation off the diagonal).
+    const diagonal = p % 16 === 15 || (samples < 16 && p === samples - 1);
+    const j = diagonal ? i : Math.min(n - 1, Math.floor(((draw[2 * p + 1] + 1) / 2) * n));
     pairs[2 * p] = i;
     pairs[2 * p + 1] = j;
   }

@@ -22,14 +22,16 @@ __global__ void apsp_bellman_partial_kernel(const int32_t* __restrict__ band, in
                                             int32_t* __restrict__ partial, int32_t* __restrict__ own) {
   __shared__ int32_t best[kThreads];
   const int64_t i = pairs[2 * blockIdx.x], j = pairs[2 * blockIdx.x + 1], n = g.n;
-  // Both terms are ≤ kInf, so their sum stays below 2^31; a sum ≥ kInf means "no path".
+  // Both terms are ≤ kInf (the band's entries clamped, so that a corrupt one cannot overflow), so their
+  // sum stays below 2^31; a sum ≥ kInf means "no path". The pairs come from apspBellmanCheck, which
+  // draws them inside [0, n).
   int32_t m = kInf;
   for (int64_t r = threadIdx.x; r < rows; r += kThreads) {
     const int64_t k = row0 + r;
     if (k == i) continue;
     const int32_t w = randomGraphWeight(g, i, k);
     if (w >= kInf) continue;
-    m = min(m, w + band[r * n + j]);
+    m = min(m, w + min(band[r * n + j], kInf));
   }
   best[threadIdx.x] = m;
   __syncthreads();
