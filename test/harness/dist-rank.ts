@@ -292,6 +292,21 @@ async function bellmanChecks(comm: ck.Communicator, res: ck.ApspDistResult, opts
   check(wrong.failed > 100, `${label}: against another graph, ${wrong.failed} of 200 pairs fail`);
   const again = await ck.apspBellmanCheck(comm, res, opts, { samples: 200, seed: 9 });
   check(again.failed === 0, `${label}: restored, ${again.failed} failures`);
+  // A band of the wrong length on the last rank: every rank throws (none is left in the all-reduce)
+  // and the communicator stays usable.
+  {
+    const last = comm.size - 1;
+    using wrong = ck.empty('int32', 5, { device: comm.device });
+    try {
+      await ck.apspBellmanCheck(comm, comm.rank === last ? { n, band: wrong } : res, opts, { samples: 20 });
+      check(false, `${label}: a bad band on rank ${last} gave no error`);
+    } catch (e) {
+      const ok = comm.rank === last ? e instanceof RangeError : /failed on rank/.test(String(e));
+      check(ok, `${label}: a bad band on rank ${last}: ${String(e)}`);
+    }
+    await comm.barrier();
+    check(comm.failure === null, `${label}: usable after a rejected argument`);
+  }
   // The whole band shifted by one satisfies the equation off the diagonal: the diagonal pairs catch it,
   // also when fewer than 16 pairs are drawn (the last one is then diagonal).
   if (n <= 4096) {
