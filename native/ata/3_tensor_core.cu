@@ -95,7 +95,8 @@ __device__ __forceinline__ uint32_t smemAddr(const void* p) {
 
 // Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from shared memory to
 // global memory, in this thread's bulk group; bulkWaitRead waits until this thread's copies have
-// read their source. fenceProxyAsync makes this thread's shared-memory writes visible to the copies.
+// read their source. fenceSharedForBulk (core/cp_async.h) makes this thread's shared-memory writes visible to
+// the copies.
 __device__ __forceinline__ void bulkStore(double* dst, const double* src, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(smemAddr(src)),
@@ -109,11 +110,6 @@ __device__ __forceinline__ void bulkWaitRead() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void fenceProxyAsync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
 
@@ -249,6 +245,20 @@ __device__ __forceinline__ BlockWork blockWork(const SplitPlan& sp, bool splitK,
 // avoid), first as itself (rows i0.. of C), then transposed (rows j0.., the mirror); BM threads
 // each copy one row. A diagonal tile is written once, its lower half from the upper elements so
 // that C stays bitwise symmetric. Edge tiles copy only the columns and rows inside C.
+// The PairB layout of a warp's accumulators (m16n8k4, two n8 fragments side by side): for fragment row
+// block mi and column group q, thread (g, t) holds rows 2g and 2g + 1 (h = 0, 1) of the block and four
+// consecutive columns from 4t; gathers them into v[h][0..3]. Both epilogues read the tile this way.
+template <int MT, int NT>
+__device__ __forceinline__ void pairBRows(const double (&acc)[MT][NT][4], int mi, int q, double (&v)[2][4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      v[h][2 * e] = acc[mi][2 * q][2 * h + e];
+      v[h][2 * e + 1] = acc[mi][2 * q + 1][2 * h + e];
+    }
+}
+
 template <class Cfg, int MT, int NT>
 __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, int64_t i0, int64_t j0,
                                               bool diag, const double (&acc)[MT][NT][4], int wm0, int wn0,
@@ -264,20 +274,14 @@ __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, i
 #pragma unroll
       for (int q = 0; q < NT / 2; ++q) {
         double v[2][4];
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            v[h][2 * e] = acc[mi][2 * q][2 * h + e];
-            v[h][2 * e + 1] = acc[mi][2 * q + 1][2 * h + e];
-          }
+        pairBRows(acc, mi, q, v);
         f(wm0 + mi * 16 + 2 * g, wn0 + q * 16 + 4 * t, v);
       }
   };
   // Rows of S (BM doubles each from column c0 of C) to rows r0.. of C; rows and columns past n are
   // left out. Every thread passes the barrier after the copies have read S.
   auto copyRows = [&](int64_t r0, int64_t c0) {
-    fenceProxyAsync();
+    fenceSharedForBulk();
     __syncthreads();
     if (tid < BM && r0 + tid < n) {
       bulkStore(C + (r0 + tid) * n + c0, S + tid * Pitch, static_cast<int>(n - c0 < BM ? n - c0 : BM) * 8);
@@ -557,13 +561,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       double v[2][W];
       int lc;
       if constexpr (PairB) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            v[h][2 * e] = acc[mi][2 * q][2 * h + e];
-            v[h][2 * e + 1] = acc[mi][2 * q + 1][2 * h + e];
-          }
+        pairBRows(acc, mi, q, v);
         lc = wn0 + q * 16 + 4 * t;
       } else {
 #pragma unroll

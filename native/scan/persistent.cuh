@@ -36,6 +36,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "core/cp_async.h"
 #include "core/pool.h"
 #include "scan/lookback.cuh"
 #include "scan/tile.cuh"
@@ -121,15 +122,6 @@ __device__ __forceinline__ unsigned long long l2Policy(bool evictFirst) {
     asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
 #endif
   return p;
-}
-
-// Orders this thread's earlier (and, through the barrier it acquired, other threads') ordinary
-// shared-memory accesses before the bulk copies it issues next: a stage is reused by the copy
-// engine after warps read it and the loader zero-filled parts of it.
-__device__ __forceinline__ void fenceSharedForBulk() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
 }
 
 // Makes mbarrier.init visible to the copy engine before any copy completes on the barriers.
