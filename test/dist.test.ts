@@ -421,6 +421,7 @@ describe('NCCL loaded at run time', () => {
     await expect(ck.Communicator.init({ rank: 2, size: 2 })).rejects.toThrow(/options.rank/);
     await expect(ck.Communicator.init({ rank: 0, size: 2, address: 'no port' })).rejects.toThrow(/options.address/);
     await expect(ck.Communicator.init({ timeoutMs: 0 })).rejects.toThrow(/options.timeoutMs/);
+    await expect(ck.Communicator.init({ timeoutMs: 2 ** 31 })).rejects.toThrow(/options.timeoutMs/);
     expect(() => ck.apspBandOf(0, 2, 0)).toThrow(RangeError);
     expect(() => ck.apspBandOf(10, 2, 2)).toThrow(RangeError);
     // Graphs larger than one GPU: up to APSP_DIST_MAX_N, beyond the one-GPU limit.

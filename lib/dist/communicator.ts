@@ -27,7 +27,7 @@ export interface CommunicatorOptions {
   address?: string;
   /**
    * How long the initialisation may wait for every rank to join, and how long any one operation may
-   * run on the GPU before the peers are declared dead or hung (default 5 minutes). Then the
+   * run on the GPU before the peers are declared dead or hung (default 5 minutes, at most 2^31 − 1). Then the
    * communicator is aborted and every pending operation rejects with an {@link NcclError}.
    */
   timeoutMs?: number;
@@ -112,7 +112,8 @@ export class Communicator {
    */
   static async init(options: CommunicatorOptions = {}): Promise<Communicator> {
     if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
-    const timeoutMs = checkInteger('options.timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1);
+    // At most 2^31 − 1 ms (24.8 days): the native clock adds it to a nanosecond time point.
+    const timeoutMs = checkInteger('options.timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1, 2 ** 31 - 1);
     if ((options.rank === undefined) !== (options.size === undefined)) {
       throw rangeError('options', 'rank and size together, or neither', options);
     }
