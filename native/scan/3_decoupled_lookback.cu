@@ -16,16 +16,11 @@ namespace ck {
 namespace scan {
 namespace detail {
 
-// The shape (threads, bytes per thread, min-blocks hint, persistent grid, backoff): 128 threads x
-// 256 bytes (64 items of 4 bytes, 32 doubles), one tile per block, was the fastest shape at every
-// dtype and size from 2^24 up on the H200 (bench/dev/scan/NOTES.md, run 3) and no other shape beat
-// it on the H100. It needs 96 registers and 34.9 KB of static shared memory a block: 5 blocks (160 KB
-// of tile data) per Hopper SM, fewer on sm_75/86/89. The other shapes timed are in
-// bench/dev/scan/fast_variants.cu.
+// The shape, and why it was chosen: shippedLookbackScan in lookback.cuh (step 4 falls back to it too).
 template <class T>
 struct LookbackRunner {
   static cudaError_t run(const T* i, T* o, size_t n, bool inc, cudaStream_t s) {
-    return lookbackScan<T, 128, 256, 4, false, true>(i, o, n, inc, s);
+    return shippedLookbackScan(i, o, n, inc, s);
   }
 };
 

@@ -29,7 +29,7 @@ struct FastRunner {
       const cudaError_t err = persistentScan<T, 32768, 6, 8, kPersistEvictFirst>(i, o, n, inc, s);
       if (err != cudaErrorNotSupported) return err;  // else: before sm_90, or no room: step 3
     }
-    return lookbackScan<T, 128, 256, 4, false, true>(i, o, n, inc, s);
+    return shippedLookbackScan(i, o, n, inc, s);
   }
 };
 
