@@ -115,7 +115,7 @@ export {
   type CollectiveOp,
   type CommunicatorOptions,
   type ArrayRange,
-} from './dist/communicator';
+} from './distributed/communicator';
 export {
   rankFromEnv,
   bootstrapAddress,
@@ -123,8 +123,8 @@ export {
   type RankEnv,
   type RankSource,
   type EnvVars,
-} from './dist/env';
-export { ncclInfo, NcclError, type NcclInfo } from './dist/nccl';
+} from './distributed/env';
+export { ncclInfo, NcclError, type NcclInfo } from './distributed/nccl';
 export {
   apspDistributed,
   apspBandOf,
@@ -137,5 +137,5 @@ export {
   type ApspDistOptions,
   type ApspDistResult,
   type ApspRandomInput,
-} from './dist/apsp';
+} from './distributed/apsp';
 export * as cpu from './cpu/index';

@@ -38,9 +38,9 @@ else
   note "cublas_check.cc: MISMATCH (see cublas-check.log)"
 fi
 
-# The same proof for NCCL (native/dist/nccl.h against nccl.h), where the host has NCCL's header.
+# The same proof for NCCL (native/distributed/nccl.h against nccl.h), where the host has NCCL's header.
 if [ -f /usr/include/nccl.h ] || [ -f /usr/local/cuda/include/nccl.h ]; then
-  if g++ -std=c++17 -fsyntax-only -I/usr/local/cuda/include -Inative native/dist/nccl_check.cc 2> "$out/nccl-check.log"; then
+  if g++ -std=c++17 -fsyntax-only -I/usr/local/cuda/include -Inative native/distributed/nccl_check.cc 2> "$out/nccl-check.log"; then
     note "nccl_check.cc: declarations match nccl.h"
   else
     note "nccl_check.cc: MISMATCH (see nccl-check.log)"

@@ -5,9 +5,9 @@ import { performance } from 'node:perf_hooks';
 
 import { copyDevice, deviceRelativeError, empty, full, upload } from '../array';
 import { relativeError } from '../cpu';
-import { apspBandOf, type ApspBellmanReport, apspBellmanCheck, apspDistributed } from '../dist/apsp';
-import { Communicator } from '../dist/communicator';
-import { rankFromEnv } from '../dist/env';
+import { apspBandOf, type ApspBellmanReport, apspBellmanCheck, apspDistributed } from '../distributed/apsp';
+import { Communicator } from '../distributed/communicator';
+import { rankFromEnv } from '../distributed/env';
 import { apsp, APSP_MAX_N, randomGraph } from '../ops/apsp';
 import { Mlp } from '../ops/mlp';
 import { EventTimer } from '../timing';

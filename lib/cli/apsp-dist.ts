@@ -2,8 +2,8 @@
 // `cuda-kernels launch`, mpirun or srun): the graph is split into row bands over the ranks.
 import { performance } from 'node:perf_hooks';
 
-import { apspDistributed, type ApspDistInput } from '../dist/apsp';
-import { Communicator } from '../dist/communicator';
+import { apspDistributed, type ApspDistInput } from '../distributed/apsp';
+import { Communicator } from '../distributed/communicator';
 import { readGraph, writeDistances } from '../io/graph';
 import { type ApspCliOptions, cliFormats, progressReporter } from './apsp';
 

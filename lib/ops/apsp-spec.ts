@@ -1,5 +1,5 @@
 // What an APSP problem is, shared by the GPU op (lib/ops/apsp.ts), the CPU reference
-// (lib/cpu/apsp.ts), the multi-process scheme (lib/dist/apsp.ts) and the graph files (lib/io/graph.ts).
+// (lib/cpu/apsp.ts), the multi-process scheme (lib/distributed/apsp.ts) and the graph files (lib/io/graph.ts).
 // It loads no binary, so the CPU reference stays usable without one.
 
 /**

@@ -16,9 +16,9 @@ import {
   unpackWeights,
 } from './mlp-spec';
 import { checkDevice, cublasInfo } from '../device';
-import { type Communicator } from '../dist/communicator';
-import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '../dist/mlp';
-import { asNcclError } from '../dist/nccl';
+import { type Communicator } from '../distributed/communicator';
+import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '../distributed/mlp';
+import { asNcclError } from '../distributed/nccl';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 import { EventTimer } from '../timing';

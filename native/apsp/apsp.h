@@ -29,7 +29,7 @@ constexpr int32_t kInf = 0x3fffffff;
 // Largest n accepted on one GPU or in one process: n² int32 is then 64 GiB, and every tile count below
 // fits in an int.
 constexpr int64_t kMaxN = 131072;
-// Largest n of the distributed band scheme (native/dist/apsp.cc), whose matrix is spread over the
+// Largest n of the distributed band scheme (native/distributed/apsp.cc), whose matrix is spread over the
 // ranks: 2048 tile rows, so a band's tile count (≤ 2048²) fits in an int and an offset inside a tile
 // row (128 rows × ld ≤ 2^25 elements) fits in 32 bits, as the min-plus kernel assumes.
 constexpr int64_t kMaxDistN = 262144;

@@ -2,7 +2,7 @@
 //   d[i][j] = min over k ≠ i of (w[i][k] + d[k][j])   (i ≠ j),   d[i][i] = 0,
 // which only the shortest distances satisfy when every weight is positive. It is checked on sampled
 // pairs (i, j); each rank holds only rows of d, so it returns the minimum over its own rows k and
-// the caller takes the minimum over the ranks (apspBellmanCheck in lib/dist/apsp.ts). The weights
+// the caller takes the minimum over the ranks (apspBellmanCheck in lib/distributed/apsp.ts). The weights
 // w[i][k] are recomputed from the random graph's hash, never stored.
 #include <climits>
 #include <cstdint>

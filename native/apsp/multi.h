@@ -25,7 +25,7 @@ void bandOf(int64_t tiles, int gpus, int index, int64_t* first, int64_t* count);
 
 // One band of the band scheme: tile rows [tile0, tile0 + tiles) of the padded np×np matrix, stored
 // contiguously at `m` (leading dimension np). runMulti (several GPUs in one process) and the
-// distributed version (native/dist/apsp.cc, one band per process) build their rounds from the steps
+// distributed version (native/distributed/apsp.cc, one band per process) build their rounds from the steps
 // below, so both schedule the same kernels with the same tile jobs.
 struct Band {
   int32_t* m = nullptr;

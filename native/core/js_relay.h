@@ -1,6 +1,6 @@
 // Handing outcomes of work that finishes on other threads to the JS thread, which settles the
 // promises waiting for them: the pieces the copyFromAsync stager (core/buffer.cc) and the NCCL
-// communicators (dist/binding.cc) share. Each keeps its own state (its pending promises) behind a
+// communicators (distributed/binding.cc) share. Each keeps its own state (its pending promises) behind a
 // typed thread-safe function.
 #pragma once
 

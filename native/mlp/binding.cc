@@ -1,5 +1,5 @@
 // N-API glue for the multilayer network: unwrap, re-check, call the launcher, nothing else.
-#include "dist/binding.h"
+#include "distributed/binding.h"
 
 #include <napi.h>
 

@@ -58,7 +58,7 @@ struct Buffers {
   double* error = nullptr;  // the epoch's ½Σ(y − t)² is added here (may be null for a forward pass)
 };
 
-// Data-parallel training (lib/dist): called once per batch when the batch's gradient (one set of
+// Data-parallel training (lib/distributed): called once per batch when the batch's gradient (one set of
 // `count` floats, the parameter layout) is complete on `stream` and before the update reads it; it
 // sums the gradient over the ranks in place (an NCCL all-reduce), so every rank applies one update.
 using GradientSum = std::function<void(float* grads, int64_t count, cudaStream_t stream)>;

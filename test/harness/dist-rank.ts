@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as ck from '../../lib';
-import { setFilePiece } from '../../lib/dist/apsp';
+import { setFilePiece } from '../../lib/distributed/apsp';
 import type { DeviceArray, Dtype, HostArray } from '../../lib';
 import { hostGraph } from './families';
 

@@ -1,7 +1,7 @@
 // N-API glue for NCCL communicators: unwrap, check, call, wrap. Operations return promises that the
 // communicator's watchdog settles (through a thread-safe function) when their events complete or the
 // communicator fails.
-#include "dist/binding.h"
+#include "distributed/binding.h"
 
 #include <napi.h>
 
@@ -16,8 +16,8 @@
 #include "core/device_restore.h"
 #include "core/errors.h"
 #include "core/js_relay.h"
-#include "dist/apsp.h"
-#include "dist/nccl.h"
+#include "distributed/apsp.h"
+#include "distributed/nccl.h"
 
 namespace ck {
 namespace dist {

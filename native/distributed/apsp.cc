@@ -2,7 +2,7 @@
 // steps (apsp::bandColumnPanel, bandPhase3, bandRowUpdate, bandPivotRow); only the transport differs:
 // the panel of round k goes from its owner to every rank by ncclBroadcast on the high-priority
 // stream, into one of two panel buffers that alternate between rounds.
-#include "dist/apsp.h"
+#include "distributed/apsp.h"
 
 #include <algorithm>
 #include <string>

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "dist/nccl.h"
+#include "distributed/nccl.h"
 
 namespace ck {
 namespace nccl {

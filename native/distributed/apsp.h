@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "dist/comm.h"
+#include "distributed/comm.h"
 
 namespace ck {
 namespace dist {

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/nccl.h"
+#include "distributed/nccl.h"
 
 namespace ck {
 namespace dist {

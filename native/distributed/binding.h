@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "core/dtype.h"
-#include "dist/comm.h"
+#include "distributed/comm.h"
 
 namespace ck {
 namespace dist {
