@@ -96,9 +96,10 @@ struct StagedJob {
   uint64_t base = 0;  // chunk k is number base + k of the ring
   uint32_t n = 0;     // chunks
   // Under the stager's lock:
-  uint32_t next = 0;    // the next chunk to hand out
-  uint32_t staged = 0;  // chunks published
-  int active = 0;       // chunks a thread is copying now
+  uint32_t next = 0;       // the next chunk to hand out
+  uint32_t staged = 0;     // chunks published
+  int active = 0;          // chunks a thread is copying now
+  bool cancelled = false;  // the source is going away: chunks still pass in order, unread
   bool aborted = false;
   bool silent = false;  // `done` is not to be called (cancelled, or the enqueue failure was thrown)
   bool finished = false;
@@ -164,6 +165,8 @@ void maybeFinish(Stager& st, const std::shared_ptr<StagedJob>& job) {
 
 // Caller holds st.mutex. Stops handing out the job's chunks and releases every wait it left on the
 // stream (the device then copies whatever the slots hold: undefined data, reported as a failure).
+// Only for a ring that no upload can use any more (poison) or at exit: raising a slot's counter past
+// an earlier upload's chunk would let that chunk's copy run before its data is staged.
 void abortJob(Stager& st, const std::shared_ptr<StagedJob>& job, const CudaFailure* failure, bool silent) {
   if (job->finished) return;
   job->silent = job->silent || silent;
@@ -206,6 +209,7 @@ void stagingThread() {
       j->ring->held[s] = true;
       break;
     }
+    const bool read = job && !job->cancelled;
     if (!job) {
       // One thread polls the done counters while chunks wait for the GPU; the others sleep until it
       // finds work (it then wakes one of them to look for more).
@@ -225,16 +229,19 @@ void stagingThread() {
 
     const uint32_t s = job->slotOf(k);
     const size_t off = static_cast<size_t>(k) * job->chunk;
-    std::memcpy(job->ring->slot(s), job->src + off, std::min(job->chunk, job->bytes - off));
+    if (read) std::memcpy(job->ring->slot(s), job->src + off, std::min(job->chunk, job->bytes - off));
 
     lock.lock();
     job->ring->held[s] = false;
     if (!job->aborted) {
+      // A cancelled job's chunk is published too, unread, in its turn: its slot's counter must pass
+      // this generation before a later upload's can be reached.
       job->ring->publish(s, job->genOf(k));
       job->staged++;
       job->progress = Clock::now();
     }
     job->active--;
+    if (job->cancelled) st.left.notify_all();
     maybeFinish(st, job);
   }
 }
@@ -486,8 +493,14 @@ void cancelStagedUpload(const std::shared_ptr<StagedJob>& job) {
   if (!job) return;
   Stager& st = stager();
   std::unique_lock<std::mutex> lock(st.mutex);
-  abortJob(st, job, nullptr, true);
-  st.left.wait(lock, [&] { return job->finished; });
+  if (job->finished) return;
+  // Not abortJob: the job's chunks keep their place in the ring's order (an earlier upload on the
+  // device may still be staging), and the staging threads pass them without reading the source.
+  job->cancelled = true;
+  job->silent = true;
+  st.work.notify_all();
+  // Returns once no thread reads the source; the chunks left pass as their slots come free.
+  st.left.wait(lock, [&] { return job->finished || job->active == 0; });
 }
 
 void countStagedFallback(int device) {

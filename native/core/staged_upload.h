@@ -54,8 +54,10 @@ std::shared_ptr<StagedJob> stagedUpload(int device, cudaStream_t stream, void* d
                                         size_t bytes, StagedDone done);
 
 // The source of `job` is going away (its environment is being torn down): returns once no staging
-// thread reads it any more. `done` is not called after this returns; the job's remaining device
-// copies are released and write undefined data. No-op for a finished job.
+// thread reads it any more. `done` is not called after this returns. The job's remaining chunks still
+// pass through the ring in their order, unread (their device copies write undefined data into the
+// job's destination), so the uploads before and after it on the device are untouched. No-op for a
+// finished job.
 void cancelStagedUpload(const std::shared_ptr<StagedJob>& job);
 
 // A large pageable upload was staged on the calling thread instead (counted for stagedUploadInfo).

@@ -5,12 +5,15 @@
 //   exit     process.exit() right after the call, while the staging threads copy: a clean exit 0
 //   worker   a worker thread is terminated while its uploads are staged; the main thread's copies,
 //            on the same device and ring, still arrive intact
+//   cancel   the main thread's upload waits on the ring (the stream is held) when a worker's later
+//            upload on the same ring is cancelled by the worker's termination: the main thread's
+//            data must still arrive whole (cancelling once let its waits pass before it was staged)
 //   fault    after a sticky device fault, a copy is a CudaError (the enqueue fails), and the exit is clean
 //   abort    a copy held behind a busy stream is failed as a device failure would fail it: its promise
 //            rejects, the stream's waits are released, later copies take the calling thread and arrive
 //   path     which path a large copy took (run with CK_NO_STREAM_STAGING=1 for the fallback)
 import * as path from 'node:path';
-import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
 import * as ck from '../../lib';
 import { native } from '../../lib/native';
@@ -67,10 +70,7 @@ async function workerMode() {
     parentPort!.postMessage('finished');
     return;
   }
-  const register = path.join(__dirname, 'ts-register.js');
-  const w = new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(__filename)});`, {
-    eval: true,
-  });
+  const w = startWorker({ mode: 'worker' });
   let workerFinished = false;
   const started = new Promise<void>((resolve, reject) => {
     w.on('message', (m) => {
@@ -90,6 +90,47 @@ async function workerMode() {
   }
   ck.synchronize();
   print({ exitCode, workerFinished, results, path: native.uploadPath(0) });
+}
+
+function startWorker(data: unknown): Worker {
+  const register = path.join(__dirname, 'ts-register.js');
+  return new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(__filename)});`, {
+    eval: true,
+    workerData: data,
+  });
+}
+
+async function cancelMode() {
+  if (!isMainThread) {
+    // Enqueued behind the main thread's upload on the device's one ring; never awaited.
+    const b = ck.zeros('int32', N);
+    void b.copyFromAsync(pattern(N, 41)).catch(() => undefined);
+    parentPort!.postMessage('started');
+    return;
+  }
+  using a = ck.zeros('int32', N);
+  await a.copyFromAsync(pattern(N, 1)); // the ring exists
+  native.debugHoldStream!(0, 60_000);
+  let main: Promise<unknown>;
+  let exitCode: number;
+  try {
+    // 64 chunks over 8 slots: 8 are staged, the rest wait for the held stream to drain them.
+    main = a.copyFromAsync(pattern(N, 31));
+    const w = startWorker({ mode: 'cancel' });
+    await new Promise<void>((resolve, reject) => {
+      w.on('message', (m) => m === 'started' && resolve());
+      w.on('error', reject);
+    });
+    exitCode = await w.terminate();
+  } finally {
+    native.debugReleaseStream!();
+  }
+  await main;
+  const got = a.toHostSync() as Int32Array;
+  const want = pattern(N, 31);
+  let wrong = 0;
+  for (let i = 0; i < N; i++) if (got[i] !== want[i]) wrong++;
+  print({ exitCode, mismatch: ck.cpu.firstMismatch(got, want), wrong, path: native.uploadPath(0) });
 }
 
 async function faultMode() {
@@ -154,11 +195,12 @@ const modes: Record<string, () => unknown> = {
   gc: gcMode,
   exit: exitMode,
   worker: workerMode,
+  cancel: cancelMode,
   fault: faultMode,
   abort: abortMode,
   path: pathMode,
 };
-const mode = isMainThread ? (process.argv[2] ?? '') : 'worker';
+const mode = isMainThread ? (process.argv[2] ?? '') : (workerData as { mode: string }).mode;
 Promise.resolve()
   .then(() => {
     if (!modes[mode]) throw new Error(`unknown mode ${mode}`);
