@@ -142,10 +142,21 @@ export interface NativeBinding {
     threads: number;
   };
   download(array: BufferHandle, target: HostArray): void;
-  /** A snapshot of the array at call time, written into `target` when the promise resolves. */
-  downloadAsync<T extends HostArray>(array: BufferHandle, target: T): Promise<T>;
+  /**
+   * A snapshot of the array at call time, written into `target` when the promise resolves. `fresh`:
+   * the caller made `target` for this call and nobody else holds it, so a worker thread may write it
+   * (otherwise large pageable targets are written on the JS thread, chunk by chunk, after checking
+   * that they were not detached meanwhile).
+   */
+  downloadAsync<T extends HostArray>(array: BufferHandle, target: T, fresh?: boolean): Promise<T>;
 
-  poolStats(device: number): { used: number; reserved: number; highWater: number; oomRetries: number };
+  poolStats(device: number): {
+    used: number;
+    reserved: number;
+    highWater: number;
+    oomRetries: number;
+    hostStaging: { reserved: number; used: number; highWater: number };
+  };
   poolTrim(device: number, keepBytes: number): void;
   /** Page-locked host memory of `bytes` bytes; its finalizer frees it. */
   pinnedAlloc(bytes: number): ArrayBuffer;
@@ -485,6 +496,12 @@ export interface NativeBinding {
   debugFault?(kind: 0 | 1, device?: number): void;
   /** Test-only: the calling thread's current CUDA device (null without a driver); release builds lack it. */
   debugCurrentDevice?(): number | null;
+  /**
+   * Test-only: the host side of a large transfer, `src` copied into `dst` (Uint8Arrays of one length)
+   * in `parts` page-aligned pieces on threads of their own (0: the count the library would use, which
+   * CK_HOST_COPY_THREADS can force). Returns the part count. Needs no GPU.
+   */
+  debugHostCopy?(dst: Uint8Array, src: Uint8Array, parts: number): number;
   /** Test-only: keeps the device's library stream busy until debugReleaseStream() or the timeout. */
   debugHoldStream?(device: number, timeoutMs: number): void;
   debugReleaseStream?(): void;

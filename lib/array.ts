@@ -57,6 +57,11 @@ export function dtypeOfHost(name: string, value: unknown): Dtype {
   throw typeError(name, 'a Float32Array, Float64Array, Int32Array or Uint32Array', value);
 }
 
+/** Whether a typed array's memory is a SharedArrayBuffer's. */
+function isShared(a: HostArray): boolean {
+  return typeof SharedArrayBuffer === 'function' && a.buffer instanceof SharedArrayBuffer;
+}
+
 /** Whether a typed array's buffer has been detached (transferred, or a freed {@link pinned} array). */
 function isDetached(a: HostArray): boolean {
   if (a.buffer.byteLength !== 0) return false;
@@ -154,15 +159,24 @@ export class DeviceArray<D extends Dtype = Dtype> {
    *
    * The copy is a snapshot taken when `toHost()` is called: it is enqueued on the device's library
    * stream right away, so writes made after the call (`fill`, `copyFrom`, an op with `out` set to this
-   * array, `free()`) never change what the promise resolves to. The wait, and the host-side copy out
-   * of pinned staging memory, run on a worker thread, so the event loop keeps turning.
+   * array, `free()`) never change what the promise resolves to. The waits run on worker threads, so
+   * the event loop keeps turning.
    *
-   * Into {@link pinned} memory the copy engine writes the target directly (at the link's rate);
-   * into ordinary (pageable) memory it goes through pinned staging blocks, large arrays through a
-   * ring of them after a snapshot on the device. The target must not be read or written until the
-   * promise resolves. Several `toHost()` calls into the same target: with a pinned target the one
-   * called last wins (they run in call order); with a pageable target the result is unspecified
-   * (their host copies may interleave), so await one before starting the next.
+   * Into {@link pinned} memory the copy engine writes the target directly (at the link's rate).
+   * Into ordinary (pageable) memory the data goes through pinned staging blocks, arrays above 1 MiB
+   * through a ring of them after a snapshot on the device. A large new array (no `target`) or one over
+   * a `SharedArrayBuffer` is written by a worker thread. A pageable `target` you pass is written on the
+   * JS thread, in pieces of at most 16 MiB (under a millisecond each) as they arrive, each after
+   * checking that the target is still there: if its buffer is transferred away (`postMessage`,
+   * `structuredClone` with `transfer`) before the copy ends, nothing more is written and the promise
+   * rejects with a TypeError. The target must not be read or written until the promise resolves.
+   * Several `toHost()` calls into the same target: with a pinned target the one called last wins
+   * (they run in call order); with a pageable target the result is unspecified, so await one before
+   * starting the next.
+   *
+   * When the device has no memory left for the snapshot of an array above 1 MiB, the copy is made
+   * during the call instead, on the JS thread (correct, and the promise is already resolved, but the
+   * call blocks until the GPU work queued before it is done).
    *
    * @throws TypeError when `target` is not a typed array of this dtype or its buffer is detached,
    *   RangeError when its length differs.
@@ -173,7 +187,7 @@ export class DeviceArray<D extends Dtype = Dtype> {
       target === undefined
         ? new DTYPES[this.dtype].ctor(this.length)
         : checkHost('target', target, this.dtype, this.length);
-    return native.downloadAsync(handle, out) as Promise<HostArrayOf<D>>;
+    return native.downloadAsync(handle, out, target === undefined) as Promise<HostArrayOf<D>>;
   }
 
   /**
@@ -230,13 +244,18 @@ export class DeviceArray<D extends Dtype = Dtype> {
    *   most 1 MiB).
    *
    * If the device fails while a copy is staged (a lost context), the promise rejects with the
-   * {@link CudaError}.
+   * {@link CudaError}. Typed arrays over a `SharedArrayBuffer` are sources like any other; a source
+   * over a resizable `ArrayBuffer` is refused (TypeError), as its memory could shrink while it is read.
    *
    * @throws TypeError for another dtype or a detached buffer, or when this array was freed;
    *   RangeError when the source does not fit at `offset` (thrown, not rejected).
    */
   copyFromAsync(source: HostArrayOf<D>, options: CopyFromOptions = {}): Promise<this> {
     const [src, offset] = this.#checkSource(source, options);
+    // Staging threads read the source after the call returns; a resizable buffer could shrink under
+    // them (its memory decommitted). A growable SharedArrayBuffer only grows, and is fine.
+    if ((src.buffer as ArrayBuffer & { resizable?: boolean }).resizable === true && !isShared(src))
+      throw new TypeError('source must not be over a resizable ArrayBuffer (its memory can shrink while it is read)');
     return native.uploadAsync(this.handle(), src, offset).then(() => this);
   }
 

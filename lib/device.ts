@@ -88,6 +88,14 @@ export interface MemoryPoolStats {
    * tried again (each then either fitted or threw `cudaErrorMemoryAllocation`).
    */
   oomRetries: number;
+  /**
+   * Page-locked host memory the transfers keep for reuse, for the whole process (not per device):
+   * the staging blocks of small transfers and the rings of large pageable ones. `reserved` is held,
+   * `used` of it in use by transfers now, `highWater` the most `used` has been. The blocks held by
+   * `toHost()` calls in flight are capped (64 MiB; past it small `toHost()` calls snapshot on the
+   * device instead), and {@link trimMemoryPool} gives back what is not in use.
+   */
+  hostStaging: { reserved: number; used: number; highWater: number };
 }
 
 /**
@@ -104,7 +112,9 @@ export function memoryPool(device = 0): MemoryPoolStats {
  * Gives the unused memory of `device`'s pool back to the driver until at most `keepBytes` (default
  * 0) stay reserved, after waiting for the work queued on the device (frees take effect in stream
  * order). Memory in use is never released. Useful before handing the GPU to other code in the same
- * process; allocations do it themselves when the device is out of memory.
+ * process; allocations do it themselves when the device is out of memory. Also gives back the
+ * page-locked host memory the transfers keep for reuse and do not use now (see
+ * {@link MemoryPoolStats.hostStaging}), whatever `device` is.
  */
 export function trimMemoryPool(device = 0, keepBytes = 0): void {
   native.poolTrim(checkDevice(device), checkInteger('keepBytes', keepBytes));

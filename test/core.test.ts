@@ -19,6 +19,7 @@ describe('addon', () => {
       'debugFailStagedUploads',
       'debugFault',
       'debugHoldStream',
+      'debugHostCopy',
       'debugReleaseStream',
       'debugStreamBusy',
     ]);

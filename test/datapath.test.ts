@@ -572,6 +572,14 @@ describeGpu('copyFromAsync from pageable memory', () => {
 
   const hooks = typeof native.debugFault === 'function' && typeof native.debugFailStagedUploads === 'function';
   const faultTest = hooks && !SANITIZER ? test : test.skip;
+
+  // Cancelling once raised every slot's counter to the cancelled upload's last chunk, so the earlier
+  // upload's waits passed before its data was staged (52,926,560 of 67,108,864 elements wrong).
+  faultTest("a worker's upload cancelled behind the main thread's on one ring leaves the main one whole", () => {
+    const out = child('cancel') as { exitCode: number; mismatch: number; wrong: number; path: { path: string } };
+    expect({ mismatch: out.mismatch, wrong: out.wrong }).toEqual({ mismatch: -1, wrong: 0 });
+    if (!stagingOff) expect(out.path.path).toBe('stream-ordered');
+  });
   faultTest('after a sticky fault, a copy is a CudaError, not a hang (child process)', () => {
     const out = child('fault');
     expect(out.fault).toBe('cudaErrorIllegalAddress');
@@ -680,5 +688,112 @@ describeGpu('copies within one array (overlapping ranges)', () => {
         if (at !== -1) throw new Error(`${name} dst ${dst} src ${src}: element ${at} differs`);
       }
     }
+  });
+});
+
+describe('SharedArrayBuffer views without a GPU', () => {
+  test('isPinned is false for them (it threw "Invalid argument")', () => {
+    expect(ck.isPinned(new Float32Array(new SharedArrayBuffer(64)))).toBe(false);
+    expect(ck.isPinned(new Int32Array(new SharedArrayBuffer(64), 8, 4))).toBe(false);
+    expect(ck.isPinned(new Float64Array(new SharedArrayBuffer(0)))).toBe(false);
+  });
+});
+
+describeGpu('typed arrays over a SharedArrayBuffer are sources and targets like any other', () => {
+  // Staged (≤ 1 MiB), ring and stream-ordered staging (larger); offsets into the shared memory too.
+  test.each([7, 200_003, 3 * MiB + 1])('%i float32 elements through every transfer', async (n) => {
+    const host = hostData('float32', n, freshSeed()) as Float32Array;
+    const shared = () => {
+      const t = new Float32Array(new SharedArrayBuffer(4 * (n + 3)), 12, n);
+      t.fill(-1);
+      return t;
+    };
+    const src = shared();
+    src.set(host);
+    expect(ck.isPinned(src)).toBe(false);
+    const check = (got: ck.HostArray, what: string) => {
+      const at = ck.cpu.firstMismatch(got, host);
+      if (at !== -1) throw new Error(`${what}: element ${at} differs`);
+    };
+    using a = ck.upload(src);
+    check(a.toHostSync(), 'upload');
+    using b = ck.full('float32', n, 5);
+    b.copyFrom(src);
+    check(b.toHostSync(), 'copyFrom');
+    using c = ck.full('float32', n, 5);
+    await c.copyFromAsync(src);
+    check(c.toHostSync(), 'copyFromAsync');
+    check(a.toHostSync(shared()), 'toHostSync(target)');
+    const t = shared();
+    expect(await a.toHost(t)).toBe(t);
+    check(t, 'toHost(target)');
+  });
+
+  test('a source over a resizable ArrayBuffer is refused by copyFromAsync (TypeError)', () => {
+    using a = ck.empty('float32', 4);
+    const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
+    const src = new Float32Array(new Resizable(16, { maxByteLength: 64 }));
+    expectThrows(() => a.copyFromAsync(src), 'TypeError', /resizable/);
+    a.copyFrom(src); // the blocking form reads it during the call: fine
+  });
+});
+
+describeGpu('pinned staging memory stays bounded and can be given back', () => {
+  afterAll(() => ck.trimMemoryPool(0));
+
+  test('1,500 concurrent toHost() of 300 KB: staging stays within its budget, every result is right', async () => {
+    const n = 75_000; // 300 KB of float32
+    const host = hostData('float32', n, freshSeed());
+    using a = ck.upload(host);
+    ck.trimMemoryPool(0);
+    const pending = Array.from({ length: 1500 }, () => a.toHost());
+    // Every call has been made: the blocks they hold are what the bound is about (64 MiB, plus a
+    // block per libuv thread for those past it).
+    const during = ck.memoryPool().hostStaging;
+    const results = await Promise.all(pending);
+    for (const r of results) expect(ck.cpu.firstMismatch(r, host)).toBe(-1);
+    expect(during.used).toBeLessThanOrEqual(72 * MiB);
+    expect(during.reserved).toBeLessThanOrEqual(80 * MiB);
+    ck.trimMemoryPool(0);
+    const after = ck.memoryPool().hostStaging;
+    report(`staging after 1,500 toHost(): during ${JSON.stringify(during)}, after trim ${JSON.stringify(after)}`);
+    expect(after).toMatchObject({ used: 0, reserved: 0 });
+    expect(after.highWater).toBeGreaterThanOrEqual(during.used);
+  });
+
+  test('3,000 copyFrom() of 300 KB in a row pin no more than the budget', () => {
+    const n = 75_000;
+    const host = hostData('float32', n, freshSeed());
+    using a = ck.empty('float32', n);
+    ck.trimMemoryPool(0);
+    for (let i = 0; i < 3000; i++) a.copyFrom(host as Float32Array);
+    expect(ck.cpu.firstMismatch(a.toHostSync(), host)).toBe(-1);
+    expect(ck.memoryPool().hostStaging.reserved).toBeLessThanOrEqual(68 * MiB);
+  });
+
+  test('large transfers keep their rings until trimMemoryPool gives them back', async () => {
+    using a = ck.zeros('float32', 8 * MiB);
+    await a.toHost(new Float32Array(8 * MiB));
+    a.toHostSync();
+    expect(ck.memoryPool().hostStaging.reserved).toBeGreaterThanOrEqual(64 * MiB);
+    ck.trimMemoryPool(0);
+    expect(ck.memoryPool().hostStaging).toMatchObject({ used: 0, reserved: 0 });
+  });
+});
+
+describeGpu('a toHost() target transferred away while the copy runs', () => {
+  // Written from another thread, the transferred target's memory could have been freed by the
+  // collector meanwhile: only the JS thread writes a target the caller passed, checking it first.
+  test.each([200_003, 16 * MiB + 3])('%i elements: the promise rejects (TypeError), nothing crashes', async (n) => {
+    using a = ck.upload(hostData('float32', n, freshSeed()));
+    const t = new Float32Array(n);
+    const p = a.toHost(t);
+    const moved = structuredClone(t.buffer, { transfer: [t.buffer] });
+    await expect(p).rejects.toThrow(/detached/);
+    await expect(p).rejects.toBeInstanceOf(TypeError);
+    expect(moved.byteLength).toBe(4 * n);
+    // The device and the next copy are fine.
+    const again = await a.toHost(new Float32Array(n));
+    expect(again.length).toBe(n);
   });
 });

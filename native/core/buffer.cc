@@ -142,26 +142,61 @@ static napi_typedarray_type typedArrayTypeOf(Dtype d) {
   return napi_int8_array;
 }
 
+static size_t typedArrayElementSize(napi_typedarray_type t) {
+  switch (t) {
+    case napi_int8_array:
+    case napi_uint8_array:
+    case napi_uint8_clamped_array: return 1;
+    case napi_int16_array:
+    case napi_uint16_array: return 2;
+    case napi_int32_array:
+    case napi_uint32_array:
+    case napi_float32_array: return 4;
+    default: return 8;
+  }
+}
+
 // A host typed array's memory, after checking its element type against `dtype` and that its
-// buffer is still attached (a transferred or freed pinned buffer has no memory behind it).
+// buffer is still attached (a transferred or freed pinned buffer has no memory behind it). Typed
+// arrays over a SharedArrayBuffer are memory like any other (and cannot be detached).
 struct HostSpan {
   void* data = nullptr;
-  size_t length = 0;  // elements
+  size_t length = 0;    // elements
+  bool shared = false;  // over a SharedArrayBuffer
 };
+
+// The memory of the typed array `value` as it is now: false when its buffer is detached. Reads
+// napi_get_typedarray_info directly, which (unlike the ArrayBuffer calls) also serves views of a
+// SharedArrayBuffer.
+static bool typedArrayNow(napi_env env, napi_value value, napi_typedarray_type* type, HostSpan* out) {
+  size_t length = 0, offset = 0;
+  void* data = nullptr;
+  napi_value buffer = nullptr;
+  if (napi_get_typedarray_info(env, value, type, &length, &data, &buffer, &offset) != napi_ok) return false;
+  bool isArrayBuffer = false;
+  if (napi_is_arraybuffer(env, buffer, &isArrayBuffer) != napi_ok) return false;
+  if (isArrayBuffer) {
+    bool detached = false;
+    if (napi_is_detached_arraybuffer(env, buffer, &detached) != napi_ok || detached) return false;
+  }
+  out->data = data;
+  out->length = length;
+  out->shared = !isArrayBuffer;
+  return true;
+}
 
 static HostSpan hostSpan(const Napi::Value& value, Dtype dtype, const char* name) {
   Napi::Env env = value.Env();
   if (!value.IsTypedArray()) throw Napi::TypeError::New(env, std::string(name) + " must be a typed array");
-  auto ta = value.As<Napi::TypedArray>();
-  if (ta.TypedArrayType() != typedArrayTypeOf(dtype)) {
-    throw Napi::TypeError::New(env, std::string(name) + " must hold " + dtypeName(dtype) + " elements");
-  }
-  Napi::ArrayBuffer ab = ta.ArrayBuffer();
-  bool detached = false;
-  if (napi_is_detached_arraybuffer(env, ab, &detached) != napi_ok || detached) {
+  napi_typedarray_type type = napi_int8_array;
+  HostSpan h;
+  if (!typedArrayNow(env, value, &type, &h)) {
     throw Napi::TypeError::New(env, std::string(name) + "'s buffer is detached (transferred or freed)");
   }
-  return {static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset(), ta.ElementLength()};
+  if (type != typedArrayTypeOf(dtype)) {
+    throw Napi::TypeError::New(env, std::string(name) + " must hold " + dtypeName(dtype) + " elements");
+  }
+  return h;
 }
 
 // A typed array that must match `b` exactly in element type and length.
@@ -293,13 +328,38 @@ static Napi::Value download(const Napi::CallbackInfo& info) {
 // so later calls (fill, copyFrom, an op writing it, free) cannot change what a toHost() resolves to,
 // and a copyFromAsync() lands before later work reads the array. What is left for a libuv worker
 // is waiting and host-side copying.
+//
+// Who writes a toHost() target: a pool thread may write only memory whose lifetime we know — a
+// target we made (toHost() without one), pinned memory (our own blocks, freed only when the copies
+// are done) or a SharedArrayBuffer (never detached). A target the caller passed in may be
+// transferred away (postMessage, structuredClone with `transfer`) while the copy runs, and its new
+// owner garbage-collected: only the JS thread can see that, so only the JS thread writes it, after
+// checking that it is still attached — whole for small arrays, chunk by chunk for large ones
+// (ChunkedDownload) — and a detached target rejects the promise instead.
+
+// Writes `bytes` from `data` into the typed array `target` as it is now (JS thread), or says why not.
+static std::string writeTarget(Napi::Env env, Napi::Value target, size_t offset, const void* data,
+                               size_t bytes, size_t total) {
+  napi_typedarray_type type = napi_int8_array;
+  HostSpan h;
+  if (!typedArrayNow(env, target, &type, &h))
+    return "toHost(): the target's buffer was detached (transferred) while the copy was in flight; "
+           "nothing was written after that";
+  const size_t have = h.length * typedArrayElementSize(type);
+  if (have != total)
+    return "toHost(): the target changed size while the copy was in flight (" + std::to_string(have) +
+           " bytes, the array " + std::to_string(total) + ")";
+  hostCopy(static_cast<char*>(h.data) + offset, data, bytes);
+  return "";
+}
 
 class TransferWorker : public Napi::AsyncWorker {
  public:
   enum class Mode {
-    Event,     // wait for `event` (pinned host memory was read or written directly)
-    Staged,    // wait for the staging block's event, then copy it into the host array
-    Snapshot,  // the array was copied into `temp` on the device; bring it down through a ring
+    Event,          // wait for `event` (pinned host memory was read or written directly)
+    Staged,         // wait for the staging block's event; the JS thread copies it into the target
+    Snapshot,       // the array was copied into `temp` on the device; bring it down through a ring
+    SnapshotSmall,  // the same for a small array: down into memory of ours, the JS thread copies it
   };
 
   TransferWorker(Napi::Env env, Mode mode, Napi::Value resolveWith, Napi::Value keepAlive)
@@ -315,12 +375,17 @@ class TransferWorker : public Napi::AsyncWorker {
     if (event_ != nullptr) cudaEventDestroy(event_);
     if (staging_ != nullptr) stagingRelease(staging_);
     if (pinned_ != nullptr) pinnedRelease(pinned_);
+    if (temp != nullptr) {
+      DeviceRestore restore;
+      if (cudaSetDevice(device) == cudaSuccess) poolFree(temp, transferStream(device));
+      cudaGetLastError();
+    }
   }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
   int device = 0;
-  void* host = nullptr;
+  void* host = nullptr;  // the target, written by this worker's thread (Snapshot only)
   size_t bytes = 0;
   void* temp = nullptr;
 
@@ -330,6 +395,7 @@ class TransferWorker : public Napi::AsyncWorker {
     CK_CUDA(cudaEventRecord(event_, s));
     return event_;
   }
+  void adoptEvent(cudaEvent_t e) { event_ = e; }
   void useStaging(Staging* s) { staging_ = s; }
   void usePinned(PinnedBlock* b) {
     pinnedRetain(b);
@@ -341,16 +407,22 @@ class TransferWorker : public Napi::AsyncWorker {
     try {
       switch (mode_) {
         case Mode::Event: CK_CUDA(cudaEventSynchronize(event_)); break;
-        case Mode::Staged:
-          CK_CUDA(cudaEventSynchronize(staging_->event));
-          std::memcpy(host, staging_->ptr, bytes);
-          break;
-        case Mode::Snapshot: {
+        case Mode::Staged: CK_CUDA(cudaEventSynchronize(staging_->event)); break;
+        case Mode::Snapshot:
+        case Mode::SnapshotSmall: {
           CK_CUDA(cudaSetDevice(device));
           cudaStream_t ts = transferStream(device);
           CK_CUDA(cudaStreamWaitEvent(ts, event_, 0));
+          void* dst = host;
+          if (mode_ == Mode::SnapshotSmall) {
+            owned_.reset(new char[bytes]);
+            dst = owned_.get();
+          }
           try {
-            ringDownload(host, temp, bytes, ts);
+            if (mode_ == Mode::SnapshotSmall)
+              downloadNow(dst, temp, bytes, ts);
+            else
+              ringDownload(dst, temp, bytes, ts);
           } catch (...) {
             poolFree(temp, ts);
             temp = nullptr;
@@ -363,6 +435,9 @@ class TransferWorker : public Napi::AsyncWorker {
       }
     } catch (const CudaFailure& f) {
       failure_ = std::make_unique<CudaFailure>(f);
+    } catch (const std::bad_alloc&) {
+      failure_ = std::make_unique<CudaFailure>("ckHostOutOfMemory", "toHost",
+                                               "no host memory for " + std::to_string(bytes) + " bytes");
     }
   }
 
@@ -374,9 +449,23 @@ class TransferWorker : public Napi::AsyncWorker {
       if (failure_) {
         cudaGetLastError();
         deferred_.Reject(makeJsError(env, *failure_).Value());
-      } else {
-        deferred_.Resolve(resolve_.IsEmpty() ? env.Undefined() : resolve_.Value());
+        return;
       }
+      // The small modes' last step, on this thread: into the target as it is now.
+      const void* from = mode_ == Mode::Staged ? staging_->ptr : owned_.get();
+      if (mode_ == Mode::Staged || mode_ == Mode::SnapshotSmall) {
+        const std::string why = writeTarget(env, resolve_.Value(), 0, from, bytes, bytes);
+        if (mode_ == Mode::Staged) {
+          stagingRelease(staging_);
+          staging_ = nullptr;
+        }
+        owned_.reset();
+        if (!why.empty()) {
+          deferred_.Reject(Napi::TypeError::New(env, why).Value());
+          return;
+        }
+      }
+      deferred_.Resolve(resolve_.IsEmpty() ? env.Undefined() : resolve_.Value());
     } catch (const Napi::Error&) {
     }
   }
@@ -396,7 +485,134 @@ class TransferWorker : public Napi::AsyncWorker {
   cudaEvent_t event_ = nullptr;
   Staging* staging_ = nullptr;
   PinnedBlock* pinned_ = nullptr;
+  std::unique_ptr<char[]> owned_;  // SnapshotSmall: the data on its way to the target
   std::unique_ptr<CudaFailure> failure_;
+};
+
+// A large toHost() into a pageable target the caller passed in: the device snapshot comes down
+// through a pinned ring on pool threads (one worker per chunk: its copy and the wait for it), and
+// the JS thread copies each chunk into the target, checking first that the target is still there;
+// then the chunk's slot takes the next chunk. No pool thread ever waits for the JS thread.
+class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
+ public:
+  ChunkedDownload(Napi::Env env, Napi::Value target, int device, void* temp, cudaEvent_t snapshot,
+                  size_t bytes)
+      : deferred_(Napi::Promise::Deferred::New(env)),
+        target_(Napi::Persistent(target)),
+        device_(device),
+        temp_(temp),
+        snapshot_(snapshot),
+        bytes_(bytes),
+        chunk_(ringChunk(bytes)),
+        chunks_((bytes + chunk_ - 1) / chunk_) {}
+
+  ~ChunkedDownload() {
+    DeviceRestore restore;
+    if (cudaSetDevice(device_) == cudaSuccess) {
+      // Every chunk worker has waited for its copy: nothing reads the snapshot any more.
+      poolFree(temp_, transferStream(device_));
+      cudaEventDestroy(snapshot_);
+    }
+    cudaGetLastError();
+  }
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+  // JS thread: the first chunks, one per ring slot.
+  void start(Napi::Env env) {
+    for (size_t k = 0; k < std::min<size_t>(kRingSlots, chunks_); ++k) issue(env, k);
+    issued_ = std::min<size_t>(kRingSlots, chunks_);
+  }
+
+ private:
+  class ChunkWorker : public Napi::AsyncWorker {
+   public:
+    ChunkWorker(Napi::Env env, std::shared_ptr<ChunkedDownload> d, size_t k)
+        : Napi::AsyncWorker(env, "cuda-kernels.toHost"), d_(std::move(d)), k_(k) {}
+    void Execute() override {
+      DeviceRestore restore;
+      try {
+        d_->copyDown(k_);
+      } catch (const CudaFailure& f) {
+        failure_ = std::make_unique<CudaFailure>(f);
+      }
+    }
+    void OnOK() override { d_->arrived(Env(), k_, failure_.get()); }
+    void OnError(const Napi::Error&) override { d_->arrived(Env(), k_, nullptr, true); }
+
+   private:
+    std::shared_ptr<ChunkedDownload> d_;
+    size_t k_;
+    std::unique_ptr<CudaFailure> failure_;
+  };
+
+  int slotOf(size_t k) const { return static_cast<int>(k % kRingSlots); }
+
+  void issue(Napi::Env env, size_t k) {
+    inFlight_++;
+    (new ChunkWorker(env, shared_from_this(), k))->Queue();
+  }
+
+  // Pool thread: chunk k from the snapshot into its slot, and the wait for it. The ring is leased by
+  // the first chunk to get here (its allocation, when there is no free ring, stays off the JS thread).
+  void copyDown(size_t k) {
+    CK_CUDA(cudaSetDevice(device_));
+    cudaStream_t ts = transferStream(device_);
+    {
+      std::lock_guard<std::mutex> lock(ringMutex_);
+      if (!ring_) ring_ = std::make_unique<RingLease>();
+    }
+    const int i = slotOf(k);
+    const size_t off = k * chunk_, len = std::min(chunk_, bytes_ - off);
+    CK_CUDA(cudaStreamWaitEvent(ts, snapshot_, 0));
+    CK_CUDA(cudaMemcpyAsync(ring_->slot(i), static_cast<const char*>(temp_) + off, len,
+                            cudaMemcpyDeviceToHost, ts));
+    ring_->record(i, ts);
+    ring_->waitSlot(i);
+  }
+
+  // JS thread: chunk k is in its slot (or failed).
+  void arrived(Napi::Env env, size_t k, const CudaFailure* failure, bool workerFailed = false) {
+    inFlight_--;
+    try {
+      if (settled_) return;
+      if (failure != nullptr || workerFailed) {
+        settled_ = true;
+        cudaGetLastError();
+        deferred_.Reject(failure != nullptr
+                             ? makeJsError(env, *failure).Value()
+                             : Napi::Error::New(env, "toHost(): a copy worker failed").Value());
+        return;
+      }
+      const size_t off = k * chunk_, len = std::min(chunk_, bytes_ - off);
+      const std::string why = writeTarget(env, target_.Value(), off, ring_->slot(slotOf(k)), len, bytes_);
+      if (!why.empty()) {
+        settled_ = true;
+        deferred_.Reject(Napi::TypeError::New(env, why).Value());
+        return;
+      }
+      if (++done_ == chunks_) {
+        settled_ = true;
+        deferred_.Resolve(target_.Value());
+        return;
+      }
+      if (issued_ < chunks_) issue(env, issued_++);
+    } catch (const Napi::Error&) {
+      settled_ = true;  // the environment is going away: nobody is left to tell
+    }
+  }
+
+  Napi::Promise::Deferred deferred_;
+  Napi::Reference<Napi::Value> target_;  // keeps the target (and, while attached, its memory) alive
+  int device_;
+  void* temp_;
+  cudaEvent_t snapshot_;
+  size_t bytes_, chunk_, chunks_;
+  size_t issued_ = 0, done_ = 0;  // JS thread
+  int inFlight_ = 0;              // JS thread
+  bool settled_ = false;          // JS thread
+  std::mutex ringMutex_;
+  std::unique_ptr<RingLease> ring_;
 };
 
 static Napi::Promise resolved(Napi::Env env, Napi::Value v) {
@@ -405,11 +621,14 @@ static Napi::Promise resolved(Napi::Env env, Napi::Value v) {
   return d.Promise();
 }
 
-// downloadAsync(handle, typedArray) -> Promise<typedArray>; a snapshot of the array at call time.
+// downloadAsync(handle, typedArray[, fresh]) -> Promise<typedArray>; a snapshot of the array at call
+// time. `fresh`: the caller made the typed array for this call and nobody else holds it (toHost()
+// without a target), so a pool thread may write it.
 static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapBuffer(info[0], "array");
   HostSpan host = hostView(info[1], b, "target");
+  const bool fresh = info.Length() > 2 && info[2].ToBoolean().Value();
   if (b.bytes == 0) return resolved(env, info[1]);
   return guard(env, [&]() -> Napi::Value {
     cudaStream_t s = libraryStream(b.device);
@@ -427,40 +646,52 @@ static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
       w->Queue();
       return w->promise();
     }
+    // Small: through a staging block held until the promise settles, while the blocks so held stay
+    // within the staging budget; past it (thousands of calls in flight) like a large array, from a
+    // snapshot on the device, so pinned memory does not grow with the number of calls.
     if (b.bytes <= kStageMax) {
-      auto* w = new TransferWorker(env, Mode::Staged, info[1], info[1]);
-      try {
-        Staging* st = stagingAcquire(b.bytes);
-        w->useStaging(st);
-        CK_CUDA(cudaMemcpyAsync(st->ptr, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s));
-        stagingRecord(st, s);
-      } catch (...) {
-        delete w;
-        throw;
+      if (Staging* st = stagingTryAcquire(b.bytes)) {
+        auto* w = new TransferWorker(env, Mode::Staged, info[1], info[1]);
+        try {
+          w->useStaging(st);
+          CK_CUDA(cudaMemcpyAsync(st->ptr, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s));
+          stagingRecord(st, s);
+        } catch (...) {
+          delete w;
+          throw;
+        }
+        w->bytes = b.bytes;
+        w->Queue();
+        return w->promise();
       }
-      w->host = host.data;
-      w->bytes = b.bytes;
-      w->Queue();
-      return w->promise();
     }
-    // Large: snapshot on the device (3 TB/s), then down through a ring off the library stream.
+    // A snapshot on the device (3 TB/s), brought down off the library stream.
     void* temp = nullptr;
     const cudaError_t err = poolMalloc(&temp, b.bytes, s);
     if (err == cudaErrorMemoryAllocation) {
-      // No room for the snapshot: copy now, on this thread (correct, but it blocks).
+      // No room for the snapshot: copy now, on this thread (correct, but it blocks; docs/api.md).
+      cudaGetLastError();
       downloadNow(host.data, b.ptr, b.bytes, s);
       return resolved(env, info[1]);
     }
     check(err, "cudaMallocFromPoolAsync(toHost snapshot)");
-    auto* w = new TransferWorker(env, Mode::Snapshot, info[1], info[1]);
-    try {
-      CK_CUDA(cudaMemcpyAsync(temp, b.ptr, b.bytes, cudaMemcpyDeviceToDevice, s));
-      w->recordOn(s);
-    } catch (...) {
+    cudaEvent_t snapshot = nullptr;
+    cudaError_t e = cudaMemcpyAsync(temp, b.ptr, b.bytes, cudaMemcpyDeviceToDevice, s);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&snapshot, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(snapshot, s);
+    if (e != cudaSuccess) {
+      if (snapshot != nullptr) cudaEventDestroy(snapshot);
       poolFree(temp, s);
-      delete w;
-      throw;
+      check(e, "toHost snapshot");
     }
+    if (b.bytes > kStageMax && !fresh && !host.shared) {
+      auto d = std::make_shared<ChunkedDownload>(env, info[1], b.device, temp, snapshot, b.bytes);
+      d->start(env);
+      return d->promise();
+    }
+    auto* w =
+        new TransferWorker(env, b.bytes > kStageMax ? Mode::Snapshot : Mode::SnapshotSmall, info[1], info[1]);
+    w->adoptEvent(snapshot);
     w->device = b.device;
     w->host = host.data;
     w->bytes = b.bytes;

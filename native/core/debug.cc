@@ -8,12 +8,17 @@
 //   1 (illegal address): a kernel that writes through a null pointer. cudaErrorIllegalAddress is
 //     sticky: the context is lost for the rest of the process, so tests call it only in a child
 //     process.
+// `debugHostCopy(dst, src, parts)`, so the transfer tests can run the host side of every large copy,
+// split into a forced number of parts, on machines with few cores or no GPU (CI).
 #include <napi.h>
+
+#include <cstring>
 
 #include "args.h"
 #include "debug_kernels.h"
 #include "device.h"
 #include "errors.h"
+#include "transfer.h"
 
 namespace ck {
 
@@ -48,11 +53,27 @@ Napi::Value debugCurrentDevice(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), device);
 }
 
+// debugHostCopy(dst, src, parts): hostCopySplit of src into dst (Uint8Arrays of one length), or with
+// parts 0 the part count hostCopy itself would use; returns that count.
+Napi::Value debugHostCopy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsTypedArray())
+    throw Napi::TypeError::New(env, "dst and src must be Uint8Arrays");
+  auto dst = info[0].As<Napi::Uint8Array>(), src = info[1].As<Napi::Uint8Array>();
+  if (dst.ByteLength() != src.ByteLength()) throw Napi::RangeError::New(env, "dst and src differ in length");
+  const int64_t forced = countArg(info, 2, "parts");
+  const size_t bytes = dst.ByteLength();
+  const size_t parts = forced > 0 ? static_cast<size_t>(forced) : hostCopyParts(bytes);
+  hostCopySplit(dst.Data(), src.Data(), bytes, parts);
+  return Napi::Number::New(env, static_cast<double>(parts));
+}
+
 }  // namespace
 
 void registerDebug(Napi::Env env, Napi::Object exports) {
   exports.Set("debugFault", Napi::Function::New(env, debugFault, "debugFault"));
   exports.Set("debugCurrentDevice", Napi::Function::New(env, debugCurrentDevice, "debugCurrentDevice"));
+  exports.Set("debugHostCopy", Napi::Function::New(env, debugHostCopy, "debugHostCopy"));
 }
 
 }  // namespace ck

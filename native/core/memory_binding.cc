@@ -16,7 +16,7 @@ namespace ck {
 
 namespace {
 
-// poolStats(device) -> { used, reserved, highWater }
+// poolStats(device) -> { used, reserved, highWater, oomRetries, hostStaging: { reserved, used, highWater } }
 Napi::Value poolStatsBinding(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int device = intArg(info, 0, "device");
@@ -27,6 +27,12 @@ Napi::Value poolStatsBinding(const Napi::CallbackInfo& info) {
     o.Set("reserved", static_cast<double>(s.reserved));
     o.Set("highWater", static_cast<double>(s.highWater));
     o.Set("oomRetries", static_cast<double>(s.oomRetries));
+    const HostStagingStats h = hostStagingStats();
+    auto host = Napi::Object::New(env);
+    host.Set("reserved", static_cast<double>(h.reserved));
+    host.Set("used", static_cast<double>(h.used));
+    host.Set("highWater", static_cast<double>(h.highWater));
+    o.Set("hostStaging", host);
     return o;
   });
 }
@@ -36,7 +42,11 @@ Napi::Value poolTrimBinding(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int device = intArg(info, 0, "device");
   const int64_t keep = countArg(info, 1, "keepBytes");
-  guard(env, [&] { poolTrim(device, static_cast<size_t>(keep)); });
+  guard(env, [&] {
+    poolTrim(device, static_cast<size_t>(keep));
+    // The pinned staging memory is the process's, not the device's: every trim gives back what is idle.
+    trimHostStaging();
+  });
   return env.Undefined();
 }
 
@@ -89,13 +99,20 @@ Napi::Value pinnedFree(const Napi::CallbackInfo& info) {
 Napi::Value isPinned(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsTypedArray()) return Napi::Boolean::New(env, false);
-  auto ta = info[0].As<Napi::TypedArray>();
-  Napi::ArrayBuffer ab = ta.ArrayBuffer();
-  bool detached = false;
-  if (napi_is_detached_arraybuffer(env, ab, &detached) != napi_ok || detached || ta.ByteLength() == 0)
+  // napi_get_typedarray_info, not the ArrayBuffer calls: those fail for a SharedArrayBuffer's views.
+  napi_typedarray_type type = napi_int8_array;
+  size_t length = 0, offset = 0;
+  void* data = nullptr;
+  napi_value buffer = nullptr;
+  if (napi_get_typedarray_info(env, info[0], &type, &length, &data, &buffer, &offset) != napi_ok)
     return Napi::Boolean::New(env, false);
-  return Napi::Boolean::New(
-      env, findPinned(static_cast<uint8_t*>(ab.Data()) + ta.ByteOffset(), ta.ByteLength()) != nullptr);
+  bool isArrayBuffer = false, detached = false;
+  if (napi_is_arraybuffer(env, buffer, &isArrayBuffer) != napi_ok || !isArrayBuffer)
+    return Napi::Boolean::New(env, false);  // shared memory is never ours
+  const size_t bytes = info[0].As<Napi::TypedArray>().ByteLength();
+  if (napi_is_detached_arraybuffer(env, buffer, &detached) != napi_ok || detached || bytes == 0)
+    return Napi::Boolean::New(env, false);
+  return Napi::Boolean::New(env, findPinned(data, bytes) != nullptr);
 }
 
 // ---- Test-only: hold the library stream busy (never exported by lib/; development builds only) --

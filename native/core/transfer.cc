@@ -1,9 +1,11 @@
 #include "transfer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -109,6 +111,13 @@ PinnedBlock* findPinned(const void* ptr, size_t bytes) {
 
 // ---- Staging blocks --------------------------------------------------------------------------
 
+// A cudaHostAlloc'd slab cut into blocks of one class; given back when none of them is in use.
+struct StageSlab {
+  char* base = nullptr;
+  size_t bytes = 0;
+  int out = 0;  // its blocks not on a free list (handed out, or waiting for their stream)
+};
+
 namespace {
 
 // Two classes: 64 KiB blocks (cut from 1 MiB slabs) and 1 MiB blocks (from 4 MiB slabs).
@@ -119,6 +128,10 @@ struct StageCache {
   std::mutex mutex;
   std::vector<Staging*> free[2];
   std::vector<Staging*> waiting;  // recycled in stream order, their events not yet seen complete
+  std::vector<StageSlab*> slabs;
+  size_t reserved = 0;  // bytes of every slab
+  size_t used = 0;      // bytes of the blocks not on a free list
+  size_t highWater = 0;
 };
 
 // Never freed: pinned memory freed at exit would race the driver's teardown.
@@ -138,13 +151,16 @@ void ensureEvent(cudaEvent_t* event, int* eventDevice) {
   *eventDevice = device;
 }
 
-}  // namespace
+// Caller holds c.mutex. A block back on its free list.
+void putBack(StageCache& c, Staging* s) {
+  s->recorded = false;
+  c.used -= s->capacity;
+  s->slab->out--;
+  c.free[s->cls].push_back(s);
+}
 
-Staging* stagingAcquire(size_t bytes) {
-  const int cls = bytes <= kClassBytes[0] ? 0 : 1;
-  StageCache& c = stageCache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  // Blocks whose last transfer has finished go back on their free lists.
+// Caller holds c.mutex. Blocks whose last transfer has finished go back on their free lists.
+void reap(StageCache& c) {
   for (size_t i = 0; i < c.waiting.size();) {
     Staging* s = c.waiting[i];
     const cudaError_t q = cudaEventQuery(s->event);
@@ -153,30 +169,79 @@ Staging* stagingAcquire(size_t bytes) {
       continue;
     }
     if (q != cudaSuccess) cudaGetLastError();
-    s->recorded = false;
-    c.free[s->cls].push_back(s);
-    c.waiting[i] = c.waiting.back();
-    c.waiting.pop_back();
+    c.waiting.erase(c.waiting.begin() + static_cast<std::ptrdiff_t>(i));  // keeps the oldest first
+    putBack(c, s);
   }
+}
+
+// Caller holds c.mutex. A free block of class `cls`, cutting a new slab when there is none.
+Staging* take(StageCache& c, int cls) {
   if (c.free[cls].empty()) {
-    char* slab = nullptr;
+    char* base = nullptr;
     const cudaError_t err =
-        cudaHostAlloc(reinterpret_cast<void**>(&slab), kSlabBytes[cls], cudaHostAllocPortable);
+        cudaHostAlloc(reinterpret_cast<void**>(&base), kSlabBytes[cls], cudaHostAllocPortable);
     if (err != cudaSuccess) {
       cudaGetLastError();
       throw CudaFailure(err, "cudaHostAlloc(staging)");
     }
+    auto* slab = new StageSlab();
+    slab->base = base;
+    slab->bytes = kSlabBytes[cls];
+    c.slabs.push_back(slab);
+    c.reserved += slab->bytes;
     for (size_t off = 0; off < kSlabBytes[cls]; off += kClassBytes[cls]) {
       auto* s = new Staging();
-      s->ptr = slab + off;
+      s->ptr = base + off;
       s->capacity = kClassBytes[cls];
       s->cls = cls;
+      s->slab = slab;
       c.free[cls].push_back(s);
     }
   }
   Staging* s = c.free[cls].back();
   c.free[cls].pop_back();
+  s->slab->out++;
+  c.used += s->capacity;
+  c.highWater = std::max(c.highWater, c.used);
   return s;
+}
+
+int classOf(size_t bytes) {
+  return bytes <= kClassBytes[0] ? 0 : 1;
+}
+
+}  // namespace
+
+Staging* stagingAcquire(size_t bytes) {
+  const int cls = classOf(bytes);
+  StageCache& c = stageCache();
+  std::unique_lock<std::mutex> lock(c.mutex);
+  reap(c);
+  // Over the budget, wait for the oldest recycled blocks (their copies are queued on a stream) rather
+  // than pin more memory: a loop of small uploads ahead of a busy GPU must not pin without bound.
+  while (c.used + kClassBytes[cls] > kStageBudget && !c.waiting.empty()) {
+    Staging* oldest = c.waiting.front();
+    c.waiting.erase(c.waiting.begin());  // ours while we wait: nobody else reaps or reuses it
+    lock.unlock();
+    const cudaError_t err = cudaEventSynchronize(oldest->event);
+    lock.lock();
+    putBack(c, oldest);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      break;  // the device failed: the caller's own calls will say so
+    }
+    reap(c);
+  }
+  return take(c, cls);
+}
+
+Staging* stagingTryAcquire(size_t bytes) {
+  const int cls = classOf(bytes);
+  StageCache& c = stageCache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  reap(c);
+  if (c.used + kClassBytes[cls] > kStageBudget) return nullptr;
+  return take(c, cls);
 }
 
 void stagingRecord(Staging* s, cudaStream_t stream) {
@@ -203,51 +268,113 @@ void stagingRecycle(Staging* s, cudaStream_t stream) {
 void stagingRelease(Staging* s) {
   StageCache& c = stageCache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  s->recorded = false;
-  c.free[s->cls].push_back(s);
+  putBack(c, s);
 }
+
+namespace {
+
+// Caller holds c.mutex. Frees the slabs none of whose blocks is out.
+void trimSlabs(StageCache& c) {
+  reap(c);
+  std::vector<StageSlab*> keep;
+  for (StageSlab* slab : c.slabs) {
+    if (slab->out > 0) {
+      keep.push_back(slab);
+      continue;
+    }
+    for (auto& list : c.free) {
+      for (size_t i = 0; i < list.size();) {
+        Staging* s = list[i];
+        if (s->slab != slab) {
+          ++i;
+          continue;
+        }
+        if (s->event != nullptr) cudaEventDestroy(s->event);
+        delete s;
+        list[i] = list.back();
+        list.pop_back();
+      }
+    }
+    if (cudaFreeHost(slab->base) != cudaSuccess) cudaGetLastError();
+    c.reserved -= slab->bytes;
+    delete slab;
+  }
+  c.slabs = std::move(keep);
+}
+
+}  // namespace
 
 // ---- Host copies -----------------------------------------------------------------------------
 
-void hostCopy(void* dst, const void* src, size_t bytes) {
-  // Below a few MiB a thread's start costs more than it saves.
-  constexpr size_t kPart = size_t{2} << 20;
-  static const size_t kThreads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
-  const size_t parts = std::min(kThreads, bytes / kPart);
-  if (parts <= 1) {
+namespace {
+
+// Below a few MiB a part's thread costs more than it saves.
+constexpr size_t kHostCopyPart = size_t{2} << 20;
+
+size_t hostCopyThreads() {
+  static const size_t threads = [] {
+    // CK_HOST_COPY_THREADS: the tests force the part count the GPU hosts' core count gives.
+    if (const char* forced = std::getenv("CK_HOST_COPY_THREADS"); forced != nullptr && *forced != '\0') {
+      const long n = std::strtol(forced, nullptr, 10);
+      if (n >= 1 && n <= 64) return static_cast<size_t>(n);
+    }
+    return std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
+  }();
+  return threads;
+}
+
+}  // namespace
+
+size_t hostCopyParts(size_t bytes) {
+  return std::max<size_t>(1, std::min(hostCopyThreads(), bytes / kHostCopyPart));
+}
+
+void hostCopySplit(void* dst, const void* src, size_t bytes, size_t parts) {
+  if (parts <= 1 || bytes == 0) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  const size_t per = (bytes / parts + 4095) & ~size_t{4095};
+  // The ceiling of bytes / parts, then up to a whole page: parts × per covers every byte. (Rounding
+  // the floor up to a page lost the last bytes % parts bytes whenever the floor was already a
+  // whole number of pages.) Parts past the end are empty.
+  const size_t per = ((bytes + parts - 1) / parts + 4095) & ~size_t{4095};
+  auto part = [=](size_t i) {
+    const size_t off = std::min(bytes, i * per), len = std::min(per, bytes - off);
+    if (len > 0) std::memcpy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off, len);
+  };
   std::vector<std::thread> helpers;
   helpers.reserve(parts - 1);
-  for (size_t i = 1; i < parts; ++i) {
-    const size_t off = std::min(bytes, i * per), len = std::min(per, bytes - off);
-    helpers.emplace_back(
-        [=] { std::memcpy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off, len); });
+  try {
+    for (size_t i = 1; i < parts; ++i) helpers.emplace_back(part, i);
+  } catch (const std::system_error&) {
+    // No thread to be had: this thread copies the parts that have none.
+    for (size_t i = helpers.size() + 1; i < parts; ++i) part(i);
   }
-  std::memcpy(dst, src, std::min(per, bytes));
+  part(0);
   for (auto& t : helpers) t.join();
+}
+
+void hostCopy(void* dst, const void* src, size_t bytes) {
+  hostCopySplit(dst, src, bytes, hostCopyParts(bytes));
 }
 
 // ---- Rings -----------------------------------------------------------------------------------
 
-namespace {
-
-constexpr int kSlots = 4;
-constexpr size_t kSlotBytes = size_t{16} << 20;
-
-struct Ring {
+struct TransferRing {
   char* base = nullptr;
-  cudaEvent_t events[kSlots] = {};
-  int eventDevice[kSlots] = {-1, -1, -1, -1};
-  bool recorded[kSlots] = {};
-  char* slot(int i) const { return base + static_cast<size_t>(i) * kSlotBytes; }
+  cudaEvent_t events[kRingSlots] = {};
+  int eventDevice[kRingSlots] = {-1, -1, -1, -1};
+  bool recorded[kRingSlots] = {};
 };
+
+namespace {
 
 struct RingCache {
   std::mutex mutex;
-  std::vector<Ring*> free;
+  std::vector<TransferRing*> free;
+  size_t rings = 0;   // every ring allocated and not trimmed
+  size_t leased = 0;  // of which in use
+  size_t highWater = 0;
 };
 
 RingCache& ringCache() {
@@ -255,98 +382,159 @@ RingCache& ringCache() {
   return *c;
 }
 
-// A ring for one transfer, returned on destruction. Not capped: a transfer never waits for another
-// one's ring (that could deadlock behind a stream that waits for this thread), so concurrent large
-// transfers each get their own 64 MiB, kept for reuse.
-class RingLease {
- public:
-  RingLease() {
-    {
-      RingCache& c = ringCache();
-      std::lock_guard<std::mutex> lock(c.mutex);
-      if (!c.free.empty()) {
-        ring_ = c.free.back();
-        c.free.pop_back();
-      }
-    }
-    if (ring_ == nullptr) {
-      auto* r = new Ring();
-      const cudaError_t err =
-          cudaHostAlloc(reinterpret_cast<void**>(&r->base), kSlots * kSlotBytes, cudaHostAllocPortable);
-      if (err != cudaSuccess) {
-        delete r;
-        cudaGetLastError();
-        throw CudaFailure(err, "cudaHostAlloc(transfer ring)");
-      }
-      ring_ = r;
-    }
-    // The previous transfer's last copies may still read the slots.
-    for (int i = 0; i < kSlots; ++i) waitSlot(i);
-  }
-  ~RingLease() {
-    RingCache& c = ringCache();
-    std::lock_guard<std::mutex> lock(c.mutex);
-    c.free.push_back(ring_);
-  }
-  RingLease(const RingLease&) = delete;
-  RingLease& operator=(const RingLease&) = delete;
-
-  char* slot(int i) const { return ring_->slot(i); }
-  void waitSlot(int i) {
-    if (!ring_->recorded[i]) return;
-    CK_CUDA(cudaEventSynchronize(ring_->events[i]));
-    ring_->recorded[i] = false;
-  }
-  void record(int i, cudaStream_t stream) {
-    ensureEvent(&ring_->events[i], &ring_->eventDevice[i]);
-    CK_CUDA(cudaEventRecord(ring_->events[i], stream));
-    ring_->recorded[i] = true;
-  }
-
- private:
-  Ring* ring_ = nullptr;
-};
-
-// Chunks small enough that a transfer of a few MiB still overlaps, large enough that the per-chunk
-// cost (an event, a thread start) stays small.
-size_t chunkFor(size_t bytes) {
-  const size_t quarter = ((bytes + kSlots - 1) / kSlots + 65535) & ~size_t{65535};
-  return std::clamp(quarter, size_t{1} << 20, kSlotBytes);
-}
+constexpr size_t kRingBytes = kRingSlots * kRingSlotBytes;
 
 }  // namespace
+
+RingLease::RingLease() {
+  RingCache& c = ringCache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (!c.free.empty()) {
+      ring_ = c.free.back();
+      c.free.pop_back();
+      c.leased++;
+    }
+  }
+  if (ring_ == nullptr) {
+    auto* r = new TransferRing();
+    const cudaError_t err =
+        cudaHostAlloc(reinterpret_cast<void**>(&r->base), kRingBytes, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+      delete r;
+      cudaGetLastError();
+      throw CudaFailure(err, "cudaHostAlloc(transfer ring)");
+    }
+    ring_ = r;
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.rings++;
+    c.leased++;
+  }
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.highWater = std::max(c.highWater, c.leased);
+  }
+  // The previous transfer's last copies may still read the slots.
+  try {
+    for (int i = 0; i < kRingSlots; ++i) waitSlot(i);
+  } catch (...) {
+    giveBack();
+    throw;
+  }
+}
+
+RingLease::~RingLease() {
+  giveBack();
+}
+
+void RingLease::giveBack() {
+  if (ring_ == nullptr) return;
+  RingCache& c = ringCache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.free.push_back(ring_);
+  c.leased--;
+  ring_ = nullptr;
+}
+
+char* RingLease::slot(int i) const {
+  return ring_->base + static_cast<size_t>(i) * kRingSlotBytes;
+}
+
+void RingLease::waitSlot(int i) {
+  if (!ring_->recorded[i]) return;
+  CK_CUDA(cudaEventSynchronize(ring_->events[i]));
+  ring_->recorded[i] = false;
+}
+
+void RingLease::record(int i, cudaStream_t stream) {
+  ensureEvent(&ring_->events[i], &ring_->eventDevice[i]);
+  CK_CUDA(cudaEventRecord(ring_->events[i], stream));
+  ring_->recorded[i] = true;
+}
+
+size_t ringChunk(size_t bytes) {
+  // Chunks small enough that a transfer of a few MiB still overlaps, large enough that the
+  // per-chunk cost (an event, a thread start) stays small.
+  const size_t quarter = ((bytes + kRingSlots - 1) / kRingSlots + 65535) & ~size_t{65535};
+  return std::clamp(quarter, size_t{1} << 20, kRingSlotBytes);
+}
+
+// ---- Statistics and trimming -------------------------------------------------------------------
+
+HostStagingStats hostStagingStats() {
+  HostStagingStats out;
+  {
+    StageCache& c = stageCache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    reap(c);
+    out.reserved = c.reserved;
+    out.used = c.used;
+    out.highWater = c.highWater;
+  }
+  RingCache& r = ringCache();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  out.reserved += r.rings * kRingBytes;
+  out.used += r.leased * kRingBytes;
+  out.highWater += r.highWater * kRingBytes;
+  return out;
+}
+
+void trimHostStaging() {
+  {
+    StageCache& c = stageCache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    trimSlabs(c);
+  }
+  RingCache& r = ringCache();
+  std::vector<TransferRing*> drop;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    drop.swap(r.free);
+    r.rings -= drop.size();
+  }
+  for (TransferRing* ring : drop) {
+    for (int i = 0; i < kRingSlots; ++i) {
+      // A ring goes back only after its copies were waited for; this wait is for safety's sake.
+      if (ring->recorded[i]) cudaEventSynchronize(ring->events[i]);
+      if (ring->events[i] != nullptr) cudaEventDestroy(ring->events[i]);
+    }
+    if (cudaFreeHost(ring->base) != cudaSuccess) cudaGetLastError();
+    delete ring;
+  }
+  cudaGetLastError();
+}
 
 void ringDownload(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return;
   RingLease ring;
-  const size_t chunk = chunkFor(bytes);
+  const size_t chunk = ringChunk(bytes);
   const size_t n = (bytes + chunk - 1) / chunk;
   auto issue = [&](size_t k) {
-    const int i = static_cast<int>(k % kSlots);
+    const int i = static_cast<int>(k % kRingSlots);
     const size_t off = k * chunk, len = std::min(chunk, bytes - off);
     CK_CUDA(cudaMemcpyAsync(ring.slot(i), static_cast<const char*>(src) + off, len, cudaMemcpyDeviceToHost,
                             stream));
     ring.record(i, stream);
   };
-  for (size_t k = 0; k < std::min<size_t>(kSlots, n); ++k) issue(k);
+  for (size_t k = 0; k < std::min<size_t>(kRingSlots, n); ++k) issue(k);
   for (size_t j = 0; j < n; ++j) {
-    const int i = static_cast<int>(j % kSlots);
+    const int i = static_cast<int>(j % kRingSlots);
     const size_t off = j * chunk, len = std::min(chunk, bytes - off);
     ring.waitSlot(i);
     hostCopy(static_cast<char*>(dst) + off, ring.slot(i), len);
-    if (j + kSlots < n) issue(j + kSlots);
+    if (j + kRingSlots < n) issue(j + kRingSlots);
   }
 }
 
 void ringUpload(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return;
   RingLease ring;
-  const size_t chunk = chunkFor(bytes);
+  const size_t chunk = ringChunk(bytes);
   const size_t n = (bytes + chunk - 1) / chunk;
   for (size_t k = 0; k < n; ++k) {
-    const int i = static_cast<int>(k % kSlots);
+    const int i = static_cast<int>(k % kRingSlots);
     const size_t off = k * chunk, len = std::min(chunk, bytes - off);
-    ring.waitSlot(i);  // drained by the copy of chunk k - kSlots
+    ring.waitSlot(i);  // drained by the copy of chunk k - kRingSlots
     hostCopy(ring.slot(i), static_cast<const char*>(src) + off, len);
     CK_CUDA(
         cudaMemcpyAsync(static_cast<char*>(dst) + off, ring.slot(i), len, cudaMemcpyHostToDevice, stream));

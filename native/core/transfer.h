@@ -51,7 +51,8 @@ PinnedBlock* findPinned(const void* ptr, size_t bytes);
 constexpr size_t kStageMax = size_t{1} << 20;
 
 // A pinned block of at least the asked size, from a cache that keeps what it allocated
-// (cudaHostAlloc costs ~1 ms even for 4 KiB, so it must not happen per call).
+// (cudaHostAlloc costs ~1 ms even for 4 KiB, so it must not happen per call). Blocks are cut from
+// slabs; trimHostStaging() gives back the slabs none of whose blocks is in use.
 struct Staging {
   char* ptr = nullptr;
   size_t capacity = 0;
@@ -59,16 +60,62 @@ struct Staging {
   cudaEvent_t event = nullptr;  // when recycled in stream order: the point after its last use
   int eventDevice = -1;
   bool recorded = false;
+  struct StageSlab* slab = nullptr;
 };
 
-// bytes <= kStageMax. The block is free to write on the host (its last use has finished).
+// The pinned bytes that staging blocks handed out may hold at once. Past it, stagingAcquire first
+// waits for blocks recycled in stream order, and stagingTryAcquire refuses (toHost() of a small
+// array then snapshots on the device instead of holding a block until its promise settles).
+constexpr size_t kStageBudget = size_t{64} << 20;
+
+// bytes <= kStageMax. The block is free to write on the host (its last use has finished). Over the
+// budget it waits for recycled blocks (the oldest first) before taking more memory.
 Staging* stagingAcquire(size_t bytes);
+// The same, or null instead of going over the budget.
+Staging* stagingTryAcquire(size_t bytes);
 // Back to the cache once the work queued so far on `stream` (of the current device) is done.
 void stagingRecycle(Staging* s, cudaStream_t stream);
 // Back to the cache now (the caller has waited for every use of it).
 void stagingRelease(Staging* s);
 // Records the block's event on `stream` (current device) so that a thread can wait for it.
 void stagingRecord(Staging* s, cudaStream_t stream);
+
+// Pinned host memory the transfers keep for reuse (staging slabs and rings), process-wide.
+struct HostStagingStats {
+  size_t reserved = 0;   // page-locked bytes held: slabs and rings
+  size_t used = 0;       // of which handed out now (blocks in use, rings leased)
+  size_t highWater = 0;  // the most `used` has been
+};
+HostStagingStats hostStagingStats();
+// Gives back the slabs and rings not in use (after reaping blocks whose transfers have finished).
+// cudaFreeHost may wait for the device: callers are the explicit trims (trimMemoryPool).
+void trimHostStaging();
+
+// A ring of kRingSlots pinned blocks for one large transfer, from a cache (allocated on first use,
+// ~64 MiB). Not capped: a transfer never waits for another one's ring (that could deadlock behind a
+// stream that waits for this thread). The lease waits for the previous transfer's last copies.
+constexpr int kRingSlots = 4;
+constexpr size_t kRingSlotBytes = size_t{16} << 20;
+class RingLease {
+ public:
+  RingLease();
+  ~RingLease();
+  RingLease(const RingLease&) = delete;
+  RingLease& operator=(const RingLease&) = delete;
+
+  char* slot(int i) const;
+  // Waits for the copy last recorded on slot i (a no-op when none is).
+  void waitSlot(int i);
+  // Records slot i's event on `stream` (current device): the point after its copy.
+  void record(int i, cudaStream_t stream);
+
+ private:
+  void giveBack();
+  struct TransferRing* ring_ = nullptr;
+};
+
+// The chunk a ring transfer of `bytes` is cut into (a transfer of a few MiB still overlaps).
+size_t ringChunk(size_t bytes);
 
 // Device → pageable host through a ring, on `stream` of the current device. Returns when `dst`
 // holds the data. Ordered after the work queued so far on `stream`.
@@ -77,8 +124,13 @@ void ringDownload(void* dst, const void* src, size_t bytes, cudaStream_t stream)
 // `src` has been read; the device copies complete in the order of `stream`.
 void ringUpload(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 
-// memcpy split over a few host threads for large sizes.
+// memcpy split over a few host threads for large sizes: hostCopySplit(…, hostCopyParts(bytes)).
 void hostCopy(void* dst, const void* src, size_t bytes);
+// The parts hostCopy splits `bytes` into: one per 2 MiB, at most half the hardware threads (≤ 8),
+// or CK_HOST_COPY_THREADS (a test knob).
+size_t hostCopyParts(size_t bytes);
+// memcpy in `parts` page-aligned pieces, each but the first on a thread of its own.
+void hostCopySplit(void* dst, const void* src, size_t bytes, size_t parts);
 
 // ---- Within a device -------------------------------------------------------------------------
 

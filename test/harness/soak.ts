@@ -3,13 +3,16 @@
 // promises left in flight while other work runs; the data path (copyFromAsync from pageable sources
 // up to 8 MiB, so the staged ring too, and from pinned ones; toHost/toHostSync into caller targets;
 // pinned arrays freed or left to GC; reduceAsync; trimMemoryPool) with every round trip compared
-// byte for byte — then everything is freed and device memory must be back where it started
+// byte for byte; worker threads terminated in the middle of their large uploads while the main thread
+// uploads on the same staging ring (its data compared element by element) — then everything is freed and device memory must be back where it started
 // (± 1 MiB), with no failures and no unhandled rejections.
 //
 //   npm run soak -- --minutes 10 [--seed S] [--check 0.25] [--log soak.log]
 //
 // Exit code 0 when all of that holds, 1 otherwise. Logs start and end memory and the operation counts.
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 
 import fc from 'fast-check';
 
@@ -105,6 +108,47 @@ async function dataPathRoundTrip(count: (k: string) => void): Promise<string> {
 }
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
 
+/**
+ * A worker thread starts large pageable uploads of its own (2–32 MiB each) and is terminated after a
+ * random delay (0–40 ms: before, during or after its staging) while the main thread's own large
+ * upload, made just before, waits on the same device's staging ring. The main thread's data must
+ * arrive whole. Returns an error text or ''.
+ */
+async function workerUploadRace(count: (k: string) => void): Promise<string> {
+  const register = path.join(__dirname, 'ts-register.js');
+  const script = path.join(__dirname, 'soak-worker.ts');
+  const sizes = Array.from(
+    { length: 1 + Math.floor(random() * 4) },
+    () => (1 + Math.floor(random() * 16)) * 512 * 1024,
+  );
+  const n = (4 + Math.floor(random() * 28)) * 256 * 1024 + Math.floor(random() * 1000);
+  const src = new Int32Array(n);
+  for (let i = 0; i < n; i++) src[i] = Math.imul(i + 7, 2654435761) ^ n;
+  const a = ck.empty('int32', n);
+  try {
+    const w = new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(script)});`, {
+      eval: true,
+      workerData: { sizes, seed: n },
+    });
+    const started = new Promise<void>((resolve, reject) => {
+      w.on('message', (m) => m === 'started' && resolve());
+      w.on('error', reject);
+      w.on('exit', () => resolve());
+    });
+    await started;
+    const mine = a.copyFromAsync(src);
+    await new Promise((r) => setTimeout(r, Math.floor(random() * 40)));
+    await w.terminate();
+    count('worker terminated mid-upload');
+    await mine;
+    const back = a.toHostSync() as Int32Array;
+    const at = ck.cpu.firstMismatch(back, src);
+    return at === -1 ? '' : `main-thread upload of int32[${n}] beside a terminated worker: element ${at} differs`;
+  } finally {
+    a.free();
+  }
+}
+
 function log(line: string): void {
   const text = `${new Date().toISOString()} ${line}`;
   process.stdout.write(text + '\n');
@@ -138,6 +182,7 @@ async function main(): Promise<number> {
   const inFlight = new Set<Promise<unknown>>();
   const deadline = Date.now() + MINUTES * 60_000;
   let lastReport = Date.now();
+  let lastWorker = 0;
   let sample = 0;
 
   while (Date.now() < deadline && failures.length < 10) {
@@ -159,6 +204,11 @@ async function main(): Promise<number> {
         } finally {
           for (const a of prepared.inputs) a.free();
         }
+      } else if (r < 0.41 && Date.now() - lastWorker > 5_000) {
+        // At most one every 5 s: a worker's start costs a few hundred milliseconds.
+        lastWorker = Date.now();
+        const error = await workerUploadRace(count);
+        if (error) failures.push(error);
       } else if (r < 0.5) {
         const error = await dataPathRoundTrip(count);
         if (error) failures.push(error);
