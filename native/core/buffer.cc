@@ -521,7 +521,6 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
   // JS thread: the first chunks, one per ring slot.
   void start(Napi::Env env) {
     for (size_t k = 0; k < std::min<size_t>(kRingSlots, chunks_); ++k) issue(env, k);
-    issued_ = std::min<size_t>(kRingSlots, chunks_);
   }
 
  private:
@@ -596,7 +595,9 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
         deferred_.Resolve(target_.Value());
         return;
       }
-      if (issued_ < chunks_) issue(env, issued_++);
+      // The slot just emptied takes its next chunk (k + kRingSlots, its own sequence): not the next
+      // chunk in order, whose slot may still hold a chunk that has not arrived.
+      if (k + kRingSlots < chunks_) issue(env, k + kRingSlots);
     } catch (const Napi::Error&) {
       settled_ = true;  // the environment is going away: nobody is left to tell
     }
@@ -608,7 +609,7 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
   void* temp_;
   cudaEvent_t snapshot_;
   size_t bytes_, chunk_, chunks_;
-  size_t issued_ = 0, done_ = 0;  // JS thread
+  size_t done_ = 0;               // JS thread
   int inFlight_ = 0;              // JS thread
   bool settled_ = false;          // JS thread
   std::mutex ringMutex_;
