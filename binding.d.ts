@@ -202,7 +202,7 @@ export interface NativeBinding {
   scanMethods(): string[];
   /** op: 0 sum, 1 min, 2 max. */
   reduceRun(a: BufferHandle, op: number): number;
-  /** The same, waited for on a libuv pool thread. */
+  /** The same, queued before it returns (it reduces `a` as it is at the call), waited for on a libuv pool thread. */
   reduceRunAsync(a: BufferHandle, op: number): Promise<number>;
 
   /** Copies `grid` into `a`, sweeps a → b → a …; says which buffer holds the result. Waits for the GPU. */
