@@ -250,9 +250,12 @@ export interface NativeBinding {
     progress?: (done: number, rounds: number) => void,
   ): void;
   /**
-   * apspRun on a libuv pool thread, which waits for each round (with the next one queued): between
-   * rounds it stops, rejecting with an Error of code ABORT_ERR, once `token` is cancelled, and it
-   * reports `progress(done, rounds)` (delivered on the JS thread, all before the promise settles).
+   * apspRun with its rounds on a libuv pool thread, which waits for each round (with the next one
+   * queued): between rounds it stops, rejecting with an Error of code ABORT_ERR, once `token` is
+   * cancelled, and it reports `progress(done, rounds)` (delivered on the JS thread, all before the
+   * promise settles). What reads `dist` (the min/max check when `validate`, the padded copy) is queued
+   * before it returns. With `validate` it resolves to [min, max] of `dist`, and no round runs when
+   * they are outside [0, INF]; otherwise to undefined.
    */
   apspRunAsync(
     dist: BufferHandle,
@@ -261,9 +264,10 @@ export interface NativeBinding {
     n: number,
     method: number,
     blockFactor: number,
+    validate: boolean,
     token?: CancelToken,
     progress?: (done: number, rounds: number) => void,
-  ): Promise<void>;
+  ): Promise<[number, number] | undefined>;
   apspMethods(): string[];
   /**
    * All-pairs shortest paths of `dist` into `out` (on devices[0]) across `devices`: scheme 0 the row
@@ -277,7 +281,7 @@ export interface NativeBinding {
     scheme: 0 | 1,
     viaHost: boolean,
   ): void;
-  /** apspRunMulti on a libuv pool thread, with a cancel token and progress as apspRunAsync. */
+  /** apspRunMulti on a libuv pool thread, with validate, a cancel token and progress as apspRunAsync. */
   apspRunMultiAsync(
     dist: BufferHandle,
     out: BufferHandle,
@@ -285,9 +289,10 @@ export interface NativeBinding {
     devices: number[],
     scheme: 0 | 1,
     viaHost: boolean,
+    validate: boolean,
     token?: CancelToken,
     progress?: (done: number, rounds: number) => void,
-  ): Promise<void>;
+  ): Promise<[number, number] | undefined>;
   /** Random n×n weight matrix into `out`: edges with probability `density`, weights in [minWeight, maxWeight]. */
   apspRandomGraph(
     out: BufferHandle,

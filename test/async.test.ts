@@ -155,12 +155,12 @@ describe('Promise forms: argument errors and aborts before any GPU work', () => 
     const token = native.asyncToken();
     native.asyncCancel(token);
     native.asyncCancel(token);
-    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, token), 'TypeError');
+    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, false, token), 'TypeError');
     expectThrows(
       () => native.stencilRunAsync({} as never, {} as never, {} as never, 1, 1, new Float64Array(9), 0, 1, 1, 0),
       'TypeError',
     );
-    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, {} as never), 'TypeError');
+    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, false, {} as never), 'TypeError');
   });
 });
 
@@ -480,6 +480,7 @@ describeGpu('apspAsync', () => {
         [0],
         scheme,
         scheme === 1,
+        false,
         undefined,
         (done, rounds) => {
           expect(rounds).toBe(Math.ceil(n / 128));
@@ -499,7 +500,7 @@ describeGpu('apspAsync', () => {
     const seen: number[] = [];
     let atCancel = -1;
     const e = await rejection(
-      native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, token, (done) => {
+      native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, false, token, (done) => {
         seen.push(done);
         if (done === 2) atCancel = native.asyncCancel(token);
       }),
@@ -575,7 +576,7 @@ describeGpu('apspAsync', () => {
     expect(ck.cpu.firstMismatch(await d.toHost(), await ref.toHost())).toBe(-1);
   });
 
-  test('a CudaError on the pool thread (out of memory for the padded workspace) rejects the promise', async () => {
+  test('a CudaError (out of memory for the padded workspace, allocated at the call) rejects the promise', async () => {
     const n = 4097; // padded to 4224 by fast: a 71 MB workspace allocated inside the run
     using g = ck.upload(hostGraph(n, 0.001, freshSeed()));
     using out = ck.empty('int32', n * n);

@@ -5,7 +5,7 @@ import { checkDevice } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 import { canAccessPeer, checkDeviceIndex, peerCopy } from './peer';
-import { reduce, reduceAsync } from './scan';
+import { reduce } from './scan';
 
 export { APSP_MAX_N, apspBlockFactor, apspMethods, apspRounds, INF } from './apsp-spec';
 
@@ -301,11 +301,17 @@ export interface ApspAsyncOptions extends Omit<ApspOptions, 'onRound'>, Progress
  * with several devices; the last report comes when the result is complete) and checks `options.signal`.
  * `options.onRound` is not taken: use `onProgress`, which also works with several devices.
  *
+ * It computes on `dist` as it is at the call: before it returns, it queues the weight check
+ * (`validate`) and the copy of `dist` the run works on, so writing `dist` afterwards — even before the
+ * promise settles — changes neither the result nor the check, which covers exactly the matrix computed
+ * on. A weight outside [0, INF] rejects with the RangeError {@link apsp} throws, before any round runs
+ * (`options.out` may then hold the padded copy).
+ *
  * Rejects, never throws: TypeError/RangeError as {@link apsp} throws them, {@link CudaError}, or
  * {@link AbortError} within one round of the abort (the round in flight completes on the GPU; `dist`
- * is intact and `options.out` holds partial distances, usable at once). While it runs, `options.out`
- * is refused as an output of other calls and a `free()` of `dist` or `out` takes effect when it
- * settles. See docs/async.md.
+ * is intact and `options.out` holds partial distances, usable at once). From the call until it
+ * settles, `options.out` is refused as an output of other calls and a `free()` of it takes effect when
+ * it settles; `dist` may be written or freed at once. See docs/async.md.
  *
  * @example
  * ```ts
@@ -346,10 +352,6 @@ export async function apspAsync(
     // Awaited here: `local` is freed when this function returns.
     return await apspAsync(local, n, { ...options, devices: undefined });
   }
-  if (plan.validate) {
-    checkWeightRange(await reduceAsync(dist, 'min'), await reduceAsync(dist, 'max'));
-    throwIfAborted(signal, what);
-  }
   const device = plan.kind === 'multi' ? plan.devices[0] : dist.device;
   const out = plan.out ?? empty('int32', n * n, { device, shape: [n, n] });
   let next: DeviceArray<'int32'> | undefined;
@@ -377,30 +379,37 @@ export async function apspAsync(
     }
   };
   try {
+    // The native call queues, before it returns, everything that reads `dist` (the weight check and the
+    // copy the run works on), so later writes to `dist` cannot reach the run; the rounds follow on a
+    // pool thread only if the check passed, and it resolves to the [min, max] it found.
+    let range: [number, number] | undefined;
     if (plan.kind === 'multi') {
-      await native.apspRunMultiAsync(
+      range = await native.apspRunMultiAsync(
         dist.handle('dist'),
         out.handle('options.out'),
         n,
         plan.devices,
         plan.scheme,
         plan.viaHost,
+        plan.validate,
         token,
         progress,
       );
     } else {
       if (plan.paths) next = empty('int32', n * n, { device, shape: [n, n] });
-      await native.apspRunAsync(
+      range = await native.apspRunAsync(
         dist.handle('dist'),
         out.handle('options.out'),
         next ? next.handle('next') : null,
         n,
         plan.method,
         plan.factor,
+        plan.validate,
         token,
         progress,
       );
     }
+    if (range) checkWeightRange(range[0], range[1]);
     if (thrown) throw thrown.error;
     throwIfAborted(signal, `${what} (after ${done} of ${total} rounds)`);
   } catch (e) {
