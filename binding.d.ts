@@ -377,7 +377,11 @@ export interface NativeBinding {
     rows: number,
     method: number,
   ): void;
-  /** mlpForward (`error` set to 0 first when given), enqueued and waited for on a libuv pool thread. */
+  /**
+   * mlpForward (`error` set to 0 first when given), enqueued before it returns and waited for on a
+   * libuv pool thread; resolves to the error when `t` is given (read back at the call's point in the
+   * stream), else undefined.
+   */
   mlpForwardAsync(
     params: BufferHandle,
     workspace: BufferHandle,
@@ -390,7 +394,7 @@ export interface NativeBinding {
     output: number,
     rows: number,
     method: number,
-  ): Promise<void>;
+  ): Promise<number | undefined>;
   /** Whether NCCL (loaded at run time) is available, where it was found, its version or why not. */
   ncclInfo(): NativeNcclInfo;
   /**

@@ -416,9 +416,8 @@ export class Mlp {
     try {
       const P = checkPatterns(this.layers, x, t);
       using y = empty('float32', P * (this.layers.at(-1) as number), { device: this.device });
-      const error = this.#error as DeviceArray<'float64'>;
-      await this.#forwardAsync(x, y, t as DeviceArray<'float32'>, P);
-      const [sum] = await error.toHost();
+      // The error comes back with the pass: the accumulator may be written again before a read here.
+      const sum = (await this.#forwardAsync(x, y, t as DeviceArray<'float32'>, P)) as number;
       throwIfAborted(signal, what);
       return sum;
     } finally {
@@ -431,9 +430,9 @@ export class Mlp {
     y: DeviceArray<'float32'>,
     t: DeviceArray<'float32'> | null,
     P: number,
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     using ws = this.#forwardWorkspace(P);
-    await native.mlpForwardAsync(...this.#forwardArgs(ws, x, y, t, P));
+    return await native.mlpForwardAsync(...this.#forwardArgs(ws, x, y, t, P));
   }
 
   #forward(x: DeviceArray<'float32'>, y: DeviceArray<'float32'>, t: DeviceArray<'float32'> | null, P: number): void {
