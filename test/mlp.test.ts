@@ -259,6 +259,32 @@ describeGpu('Mlp on the GPU', () => {
     expect(weightError(back.getWeights(), cpu.getWeights())).toBeLessThan(1e-7);
   });
 
+  test('custom: a layer wider than 4,194,240 columns (65,535 column tiles of the grid) trains like cpu.Mlp', () => {
+    const wide = 65537 * 64 + 5; // 65,538 column tiles
+    const layers = [1, wide, 1];
+    const seed = freshSeed();
+    const { X, T } = data(3, 1, 1, seed);
+    const spec = { layers, eta: 0.5, alpha: 0.5, seed };
+    using gpu = new ck.Mlp({ ...spec, method: 'custom', streams: 1 });
+    const cpu = new ck.cpu.Mlp(spec);
+    const w0 = flatWeights(cpu.getWeights());
+    const g = gpu.train(X, T, { epochs: 2 });
+    const c = cpu.train(X, T, { epochs: 2 });
+    for (let e = 0; e < 2; e++) expect(relative(g[e].error, c[e].error)).toBeLessThan(1e-4);
+    expect(ck.cpu.relativeError(gpu.predict(X), cpu.predict(X))).toBeLessThan(1e-4);
+    // The updates of the last hidden units (column tiles past 65,535), in W_0, b_0 and W_1: a column the
+    // grid missed would keep its initial weight.
+    const gw = flatWeights(gpu.getWeights());
+    const cw = flatWeights(cpu.getWeights());
+    for (const start of [0, wide, 2 * wide]) {
+      const idx = Array.from({ length: 2000 }, (_, k) => start + wide - 2000 + k);
+      const gd = Float64Array.from(idx, (i) => gw[i] - w0[i]);
+      const cd = Float64Array.from(idx, (i) => cw[i] - w0[i]);
+      expect(cd.some((d) => d !== 0)).toBe(true);
+      expect(ck.cpu.relativeError(gd, cd)).toBeLessThan(1e-3);
+    }
+  });
+
   test('bad input and use after free', () => {
     using net = new ck.Mlp({ layers: [2, 3, 1], eta: 0.1 });
     expect(() => net.train([1, 2, 3], [1], { epochs: 1 })).toThrow(/X must be a non-empty multiple of nIn = 2/);
