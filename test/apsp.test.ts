@@ -1,9 +1,11 @@
+import { constants as bufferConstants } from 'node:buffer';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as ck from '../lib';
 import { progressReporter } from '../lib/cli/apsp';
+import { GRAPH_MAX_V, readGraphHeader } from '../lib/io/graph';
 import { native } from '../lib/native';
 import { expectThrows } from './helpers/errors';
 import { freshSeed, hostGraph, rng } from './harness/families';
@@ -271,6 +273,93 @@ describe('graph files', () => {
     expect(() => ck.readDistances(file('d.txt', '0 1\n2\n'))).toThrow(/:2: 1 values, expected 2/);
     expect(() => ck.readDistances(file('d.txt', '0 INF\n2 0\n5 5\n'))).toThrow(/:3: more than the 2 rows/);
     expect(() => ck.readDistances(file('d.txt', '0 1 2\n2 0 1\n'))).toThrow(/2 rows, expected 3/);
+  });
+
+  test('a folder or a missing file is a GraphFileError naming the path, in every format', () => {
+    const missing = path.join(dir, 'nothing-here.bin');
+    for (const format of ['text', 'dimacs', 'binary'] as const) {
+      expect(() => ck.readGraph(dir, { format })).toThrow(ck.GraphFileError);
+      expect(() => ck.readGraph(dir, { format })).toThrow(`${dir}: cannot read it: it is a folder, not a file`);
+      expect(() => ck.readGraph(missing, { format })).toThrow(`${missing}: cannot read it: no such file`);
+      expect(() => readGraphHeader(dir, { format })).toThrow(/it is a folder/);
+    }
+    for (const format of ['text', 'binary'] as const) {
+      expect(() => ck.readDistances(dir, { format })).toThrow(`${dir}: cannot read it: it is a folder, not a file`);
+    }
+  });
+
+  test('the vertex limit is what an Int32Array of n² can hold here, not 46340', () => {
+    expect(GRAPH_MAX_V).toBe(Math.min(ck.APSP_MAX_N, Math.floor(Math.sqrt(bufferConstants.MAX_LENGTH))));
+    expect(GRAPH_MAX_V).toBeGreaterThanOrEqual(65536); // Node 20: 2^32 elements
+    // n = 50000 passes the header check (the size check is what stops this file), in binary…
+    const p = file('big.bin');
+    const head = Buffer.alloc(4);
+    head.writeInt32LE(50000, 0);
+    fs.writeFileSync(p, head);
+    expect(() => ck.readGraph(p)).toThrow(/n = 50000 needs 10000000004 bytes \(4 \+ 4·n²\), the file has 4/);
+    expect(readGraphHeader(p)).toBe(50000);
+    head.writeInt32LE(GRAPH_MAX_V + 1, 0);
+    fs.writeFileSync(p, head);
+    expect(() => ck.readGraph(p)).toThrow(`header n = ${GRAPH_MAX_V + 1} is out of range (1…${GRAPH_MAX_V})`);
+    // … and in the text formats (only the header is read here: 50000² would be 10 GB).
+    expect(readGraphHeader(file('big.txt', '50000 0\n'))).toBe(50000);
+    expect(readGraphHeader(file('big.gr', 'c x\np sp 50000 3\na 1 2 x\n'))).toBe(50000);
+    expect(() => ck.readGraph(file('big.txt', `${GRAPH_MAX_V + 1} 0\n`))).toThrow(/V \(vertex count\) out of range/);
+  });
+
+  test('readDistances checks the file size before allocating n² (a text first row of 50000 values)', () => {
+    const p = file('wide.txt', Array(50000).fill('0').join(' ') + '\n');
+    expect(() => ck.readDistances(p)).toThrow(
+      /:1: 50000 columns imply 50000 rows, at least 4999999999 bytes; the file has 100000 \(it ends early\)/,
+    );
+    // The smallest file of n rows passes the check (one-digit values, no final newline).
+    const n = 1025;
+    const rows = Array.from({ length: n }, () => Array(n).fill('0').join(' '));
+    const p2 = file('min.txt', rows.join('\n'));
+    expect(fs.statSync(p2).size).toBe(2 * n * n - 1);
+    expect(ck.readDistances(p2).n).toBe(n);
+    fs.writeFileSync(p2, rows.join('\n').slice(0, -2));
+    expect(() => ck.readDistances(p2)).toThrow(/at least 2101249 bytes; the file has 2101247/);
+  });
+
+  test('binary matrices over 16 MiB go in several chunks both ways', () => {
+    const n = 2100; // 17.6 MB of int32
+    const w = hostGraph(n, 0.01, freshSeed());
+    const p = file('chunks.bin');
+    ck.writeGraph(p, w, n);
+    expect(fs.statSync(p).size).toBe(4 + 4 * n * n);
+    const back = ck.readGraph(p);
+    expect(ck.cpu.firstMismatch(back.matrix, w)).toBe(-1);
+    ck.writeDistances(p, w, n);
+    expect(ck.cpu.firstMismatch(ck.readDistances(p).matrix, w)).toBe(-1);
+  });
+
+  test.each(['text', 'dimacs', 'binary'] as const)(
+    'writeGraph (%s) refuses what readGraph refuses: negative weights, weights above INF',
+    (format) => {
+      const p = file(`refused-${format}`);
+      expect(() => ck.writeGraph(p, Int32Array.of(0, -1, 2, 0), 2, { format })).toThrow(
+        /weights must be entries in \[0, INF = 1073741823\] \(what the readers take\), got the string "-1 at \[0\]\[1\]"/,
+      );
+      expect(() => ck.writeGraph(p, Int32Array.of(0, 1, INF + 1, 0), 2, { format })).toThrow(
+        /got the string "1073741824 at \[1\]\[0\]"/,
+      );
+      expect(() => ck.writeGraph(p, Int32Array.of(0, 1, 2, -3), 2, { format })).toThrow(/-3 at \[1\]\[1\]/);
+      // What it accepts reads back (INF is no edge; text formats do not store the diagonal).
+      const w = Int32Array.of(7, INF, 0, 0, 2, INF, 5, 1, 0);
+      ck.writeGraph(p, w, 3, { format });
+      const expected = format === 'binary' ? w : Int32Array.of(0, INF, 0, 0, 0, INF, 5, 1, 0);
+      expect(Array.from(ck.readGraph(p, { format }).matrix)).toEqual(Array.from(expected));
+    },
+  );
+
+  test('writeDistances refuses what readDistances refuses', () => {
+    for (const format of ['text', 'binary'] as const) {
+      const p = file(`refused-d-${format}`);
+      expect(() => ck.writeDistances(p, Int32Array.of(0, -2, 1, 0), 2, { format })).toThrow(/dist must be entries in/);
+      expect(() => ck.writeDistances(p, Int32Array.of(0, INF + 5, 1, 0), 2, { format })).toThrow(/1073741828 at/);
+      expect(fs.existsSync(p)).toBe(false); // refused before the file is created
+    }
   });
 
   test('writers check their arguments', () => {
