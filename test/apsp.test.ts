@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as ck from '../lib';
-import { progressReporter } from '../lib/cli/apsp';
+import { apspCommand, CPU_MAX_N, progressReporter } from '../lib/cli/apsp';
 import { GRAPH_MAX_V, readGraphHeader } from '../lib/io/graph';
 import { native } from '../lib/native';
 import { expectThrows } from './helpers/errors';
@@ -413,15 +413,91 @@ describe('apsp arguments (no GPU needed)', () => {
   });
 });
 
+describe('cpu.apsp progress', () => {
+  test('onRound reports every pivot once, in order, with and without paths', () => {
+    const n = 23;
+    const w = hostGraph(n, 0.2, freshSeed());
+    for (const paths of [false, true]) {
+      const seen: number[] = [];
+      const r = ck.cpu.apsp(w, n, {
+        paths: paths as never,
+        onRound: (done: number, total: number) => {
+          expect(total).toBe(n);
+          seen.push(done);
+        },
+      } as never);
+      expect(seen).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+      const dist = paths ? (r as unknown as ck.cpu.CpuApspResult).dist : (r as Int32Array);
+      expect(ck.cpu.firstMismatch(dist, dijkstraAll(w, n))).toBe(-1);
+    }
+    expect(() => ck.cpu.apsp(w, n, { onRound: 1 } as never)).toThrow(/options.onRound must be a function/);
+  });
+});
+
+describe('the apsp CLI on the CPU (--cpu), and the checks before any GPU work', () => {
+  const dir = tmpDir();
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const quiet = { method: 'auto', device: 0, progress: false };
+
+  test.each([
+    ['g.txt', 'd.txt'],
+    ['g.gr', 'd.bin'],
+    ['g.bin', 'd2.txt'],
+  ])('--cpu: %s in, %s out, equal to Dijkstra from every vertex; progress and summary', async (inName, outName) => {
+    const n = 61;
+    const w = hostGraph(n, 0.08, freshSeed());
+    const input = path.join(dir, inName);
+    ck.writeGraph(input, w, n);
+    const lines: string[] = [];
+    const chunks: string[] = [];
+    const stream = { isTTY: false, write: (s: string) => chunks.push(s) > 0 } as never;
+    const output = path.join(dir, outName);
+    const r = await apspCommand(input, output, { ...quiet, progress: true, cpu: true }, (l) => lines.push(l), stream);
+    expect(r).toMatchObject({ n, method: 'cpu' });
+    expect(lines[0]).toMatch(
+      /^apsp: n = 61, the CPU reference \(cpu.apsp, Floyd–Warshall, 61 rounds\): [\d.]+ ms CPU, [\d.e+]+ relaxations\/s/,
+    );
+    expect(chunks.at(-1)).toMatch(/^apsp cpu n=61: 61\/61 rounds \(100%/);
+    expect(ck.cpu.firstMismatch(ck.readDistances(output).matrix, dijkstraAll(w, n))).toBe(-1);
+  });
+
+  test('--cpu refuses a graph above its limit by the header, before reading the rest', async () => {
+    const input = path.join(dir, 'big.txt');
+    fs.writeFileSync(input, `${CPU_MAX_N + 1} 1\n0 1 not-even-a-number\n`);
+    await expect(apspCommand(input, path.join(dir, 'o.txt'), { ...quiet, cpu: true }, () => {})).rejects.toThrow(
+      `--cpu runs the CPU reference (Floyd–Warshall on one core, n³ steps) on graphs of up to ${CPU_MAX_N} vertices; ` +
+        `${input} has ${CPU_MAX_N + 1}: run it on a GPU (without --cpu)`,
+    );
+    fs.writeFileSync(input, '2 1\n0 1 3\n');
+    for (const bad of [{ method: 'shared' }, { blockFactor: 16 }]) {
+      await expect(
+        apspCommand(input, path.join(dir, 'o.txt'), { ...quiet, ...bad, cpu: true }, () => {}),
+      ).rejects.toThrow(
+        /--cpu runs the CPU reference \(plain Floyd–Warshall\): --method and --block-factor are for the GPU/,
+      );
+    }
+  });
+
+  test('a malformed graph is a GraphFileError before anything is said about the GPU', async () => {
+    const input = path.join(dir, 'bad.txt');
+    fs.writeFileSync(input, '3 2\n0 1 5\n1 2 -4\n');
+    for (const cpu of [false, true]) {
+      await expect(apspCommand(input, path.join(dir, 'o.txt'), { ...quiet, cpu }, () => {})).rejects.toThrow(
+        /bad.txt:3: negative weight: -4/,
+      );
+    }
+  });
+});
+
 describeNoGpu('apsp without a GPU', () => {
-  test('the CLI says it needs a GPU', async () => {
-    const { apspCommand } = await import('../lib/cli/apsp');
+  test('the CLI reads the graph, then says it needs a GPU and offers --cpu', async () => {
     const dir = tmpDir();
     const input = path.join(dir, 'g.txt');
     fs.writeFileSync(input, '2 1\n0 1 3\n');
-    expect(() =>
+    await expect(
       apspCommand(input, path.join(dir, 'o.txt'), { method: 'auto', device: 0, progress: false }, () => {}),
-    ).toThrow(/apsp needs a GPU/);
+    ).rejects.toThrow(/^apsp needs a GPU: .*; --cpu runs the CPU reference instead \(graphs of up to 4096 vertices\)$/);
+    expect(fs.existsSync(path.join(dir, 'o.txt'))).toBe(false);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
@@ -648,7 +724,6 @@ describeGpu('apsp', () => {
   });
 
   test('the CLI: text graph in, distances out, summary printed', async () => {
-    const { apspCommand } = await import('../lib/cli/apsp');
     const dir = tmpDir();
     const n = 150;
     const w = hostGraph(n, 0.05, freshSeed());
@@ -662,7 +737,7 @@ describeGpu('apsp', () => {
       const lines: string[] = [];
       const chunks: string[] = [];
       const stream = { isTTY: false, write: (s: string) => chunks.push(s) > 0 } as never;
-      const r = apspCommand(
+      const r = await apspCommand(
         input,
         path.join(dir, outName),
         { method, device: 0, progress: true },
