@@ -213,7 +213,7 @@ export interface NativeBinding {
   scanMethods(): string[];
   /** op: 0 sum, 1 min, 2 max. */
   reduceRun(a: BufferHandle, op: number): number;
-  /** The same, waited for on a libuv pool thread. */
+  /** The same, queued before it returns (it reduces `a` as it is at the call), waited for on a libuv pool thread. */
   reduceRunAsync(a: BufferHandle, op: number): Promise<number>;
 
   /** Copies `grid` into `a`, sweeps a → b → a …; says which buffer holds the result. Waits for the GPU. */
@@ -261,9 +261,12 @@ export interface NativeBinding {
     progress?: (done: number, rounds: number) => void,
   ): void;
   /**
-   * apspRun on a libuv pool thread, which waits for each round (with the next one queued): between
-   * rounds it stops, rejecting with an Error of code ABORT_ERR, once `token` is cancelled, and it
-   * reports `progress(done, rounds)` (delivered on the JS thread, all before the promise settles).
+   * apspRun with its rounds on a libuv pool thread, which waits for each round (with the next one
+   * queued): between rounds it stops, rejecting with an Error of code ABORT_ERR, once `token` is
+   * cancelled, and it reports `progress(done, rounds)` (delivered on the JS thread, all before the
+   * promise settles). What reads `dist` (the min/max check when `validate`, the padded copy) is queued
+   * before it returns. With `validate` it resolves to [min, max] of `dist`, and no round runs when
+   * they are outside [0, INF]; otherwise to undefined.
    */
   apspRunAsync(
     dist: BufferHandle,
@@ -272,9 +275,10 @@ export interface NativeBinding {
     n: number,
     method: number,
     blockFactor: number,
+    validate: boolean,
     token?: CancelToken,
     progress?: (done: number, rounds: number) => void,
-  ): Promise<void>;
+  ): Promise<[number, number] | undefined>;
   apspMethods(): string[];
   /**
    * All-pairs shortest paths of `dist` into `out` (on devices[0]) across `devices`: scheme 0 the row
@@ -288,7 +292,7 @@ export interface NativeBinding {
     scheme: 0 | 1,
     viaHost: boolean,
   ): void;
-  /** apspRunMulti on a libuv pool thread, with a cancel token and progress as apspRunAsync. */
+  /** apspRunMulti on a libuv pool thread, with validate, a cancel token and progress as apspRunAsync. */
   apspRunMultiAsync(
     dist: BufferHandle,
     out: BufferHandle,
@@ -296,9 +300,10 @@ export interface NativeBinding {
     devices: number[],
     scheme: 0 | 1,
     viaHost: boolean,
+    validate: boolean,
     token?: CancelToken,
     progress?: (done: number, rounds: number) => void,
-  ): Promise<void>;
+  ): Promise<[number, number] | undefined>;
   /** Random n×n weight matrix into `out`: edges with probability `density`, weights in [minWeight, maxWeight]. */
   apspRandomGraph(
     out: BufferHandle,
@@ -383,7 +388,11 @@ export interface NativeBinding {
     rows: number,
     method: number,
   ): void;
-  /** mlpForward (`error` set to 0 first when given), enqueued and waited for on a libuv pool thread. */
+  /**
+   * mlpForward (`error` set to 0 first when given), enqueued before it returns and waited for on a
+   * libuv pool thread; resolves to the error when `t` is given (read back at the call's point in the
+   * stream), else undefined.
+   */
   mlpForwardAsync(
     params: BufferHandle,
     workspace: BufferHandle,
@@ -396,7 +405,7 @@ export interface NativeBinding {
     output: number,
     rows: number,
     method: number,
-  ): Promise<void>;
+  ): Promise<number | undefined>;
   /** Whether NCCL (loaded at run time) is available, where it was found, its version or why not. */
   ncclInfo(): NativeNcclInfo;
   /**

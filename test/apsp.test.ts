@@ -1,9 +1,11 @@
+import { constants as bufferConstants } from 'node:buffer';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 import * as ck from '../lib';
-import { progressReporter } from '../lib/cli/apsp';
+import { apspCommand, CPU_MAX_N, progressReporter } from '../lib/cli/apsp';
+import { GRAPH_MAX_V, readGraphHeader } from '../lib/io/graph';
 import { native } from '../lib/native';
 import { expectThrows } from './helpers/errors';
 import { freshSeed, hostGraph, rng } from './harness/families';
@@ -273,6 +275,93 @@ describe('graph files', () => {
     expect(() => ck.readDistances(file('d.txt', '0 1 2\n2 0 1\n'))).toThrow(/2 rows, expected 3/);
   });
 
+  test('a folder or a missing file is a GraphFileError naming the path, in every format', () => {
+    const missing = path.join(dir, 'nothing-here.bin');
+    for (const format of ['text', 'dimacs', 'binary'] as const) {
+      expect(() => ck.readGraph(dir, { format })).toThrow(ck.GraphFileError);
+      expect(() => ck.readGraph(dir, { format })).toThrow(`${dir}: cannot read it: it is a folder, not a file`);
+      expect(() => ck.readGraph(missing, { format })).toThrow(`${missing}: cannot read it: no such file`);
+      expect(() => readGraphHeader(dir, { format })).toThrow(/it is a folder/);
+    }
+    for (const format of ['text', 'binary'] as const) {
+      expect(() => ck.readDistances(dir, { format })).toThrow(`${dir}: cannot read it: it is a folder, not a file`);
+    }
+  });
+
+  test('the vertex limit is what an Int32Array of n² can hold here, not 46340', () => {
+    expect(GRAPH_MAX_V).toBe(Math.min(ck.APSP_MAX_N, Math.floor(Math.sqrt(bufferConstants.MAX_LENGTH))));
+    expect(GRAPH_MAX_V).toBeGreaterThanOrEqual(65536); // Node 20: 2^32 elements
+    // n = 50000 passes the header check (the size check is what stops this file), in binary…
+    const p = file('big.bin');
+    const head = Buffer.alloc(4);
+    head.writeInt32LE(50000, 0);
+    fs.writeFileSync(p, head);
+    expect(() => ck.readGraph(p)).toThrow(/n = 50000 needs 10000000004 bytes \(4 \+ 4·n²\), the file has 4/);
+    expect(readGraphHeader(p)).toBe(50000);
+    head.writeInt32LE(GRAPH_MAX_V + 1, 0);
+    fs.writeFileSync(p, head);
+    expect(() => ck.readGraph(p)).toThrow(`header n = ${GRAPH_MAX_V + 1} is out of range (1…${GRAPH_MAX_V})`);
+    // … and in the text formats (only the header is read here: 50000² would be 10 GB).
+    expect(readGraphHeader(file('big.txt', '50000 0\n'))).toBe(50000);
+    expect(readGraphHeader(file('big.gr', 'c x\np sp 50000 3\na 1 2 x\n'))).toBe(50000);
+    expect(() => ck.readGraph(file('big.txt', `${GRAPH_MAX_V + 1} 0\n`))).toThrow(/V \(vertex count\) out of range/);
+  });
+
+  test('readDistances checks the file size before allocating n² (a text first row of 50000 values)', () => {
+    const p = file('wide.txt', Array(50000).fill('0').join(' ') + '\n');
+    expect(() => ck.readDistances(p)).toThrow(
+      /:1: 50000 columns imply 50000 rows, at least 4999999999 bytes; the file has 100000 \(it ends early\)/,
+    );
+    // The smallest file of n rows passes the check (one-digit values, no final newline).
+    const n = 1025;
+    const rows = Array.from({ length: n }, () => Array(n).fill('0').join(' '));
+    const p2 = file('min.txt', rows.join('\n'));
+    expect(fs.statSync(p2).size).toBe(2 * n * n - 1);
+    expect(ck.readDistances(p2).n).toBe(n);
+    fs.writeFileSync(p2, rows.join('\n').slice(0, -2));
+    expect(() => ck.readDistances(p2)).toThrow(/at least 2101249 bytes; the file has 2101247/);
+  });
+
+  test('binary matrices over 16 MiB go in several chunks both ways', () => {
+    const n = 2100; // 17.6 MB of int32
+    const w = hostGraph(n, 0.01, freshSeed());
+    const p = file('chunks.bin');
+    ck.writeGraph(p, w, n);
+    expect(fs.statSync(p).size).toBe(4 + 4 * n * n);
+    const back = ck.readGraph(p);
+    expect(ck.cpu.firstMismatch(back.matrix, w)).toBe(-1);
+    ck.writeDistances(p, w, n);
+    expect(ck.cpu.firstMismatch(ck.readDistances(p).matrix, w)).toBe(-1);
+  });
+
+  test.each(['text', 'dimacs', 'binary'] as const)(
+    'writeGraph (%s) refuses what readGraph refuses: negative weights, weights above INF',
+    (format) => {
+      const p = file(`refused-${format}`);
+      expect(() => ck.writeGraph(p, Int32Array.of(0, -1, 2, 0), 2, { format })).toThrow(
+        /weights must be entries in \[0, INF = 1073741823\] \(what the readers take\), got the string "-1 at \[0\]\[1\]"/,
+      );
+      expect(() => ck.writeGraph(p, Int32Array.of(0, 1, INF + 1, 0), 2, { format })).toThrow(
+        /got the string "1073741824 at \[1\]\[0\]"/,
+      );
+      expect(() => ck.writeGraph(p, Int32Array.of(0, 1, 2, -3), 2, { format })).toThrow(/-3 at \[1\]\[1\]/);
+      // What it accepts reads back (INF is no edge; text formats do not store the diagonal).
+      const w = Int32Array.of(7, INF, 0, 0, 2, INF, 5, 1, 0);
+      ck.writeGraph(p, w, 3, { format });
+      const expected = format === 'binary' ? w : Int32Array.of(0, INF, 0, 0, 0, INF, 5, 1, 0);
+      expect(Array.from(ck.readGraph(p, { format }).matrix)).toEqual(Array.from(expected));
+    },
+  );
+
+  test('writeDistances refuses what readDistances refuses', () => {
+    for (const format of ['text', 'binary'] as const) {
+      const p = file(`refused-d-${format}`);
+      expect(() => ck.writeDistances(p, Int32Array.of(0, -2, 1, 0), 2, { format })).toThrow(/dist must be entries in/);
+      expect(() => ck.writeDistances(p, Int32Array.of(0, INF + 5, 1, 0), 2, { format })).toThrow(/1073741828 at/);
+      expect(fs.existsSync(p)).toBe(false); // refused before the file is created
+    }
+  });
+
   test('writers check their arguments', () => {
     expect(() => ck.writeGraph(file('w.txt'), new Int32Array(3), 2)).toThrow(/weights must be n·n = 4 elements long/);
     expect(() => ck.writeGraph(file('w.txt'), new Int32Array(4), 2, { format: 'csv' as never })).toThrow(
@@ -324,15 +413,91 @@ describe('apsp arguments (no GPU needed)', () => {
   });
 });
 
+describe('cpu.apsp progress', () => {
+  test('onRound reports every pivot once, in order, with and without paths', () => {
+    const n = 23;
+    const w = hostGraph(n, 0.2, freshSeed());
+    for (const paths of [false, true]) {
+      const seen: number[] = [];
+      const r = ck.cpu.apsp(w, n, {
+        paths: paths as never,
+        onRound: (done: number, total: number) => {
+          expect(total).toBe(n);
+          seen.push(done);
+        },
+      } as never);
+      expect(seen).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+      const dist = paths ? (r as unknown as ck.cpu.CpuApspResult).dist : (r as Int32Array);
+      expect(ck.cpu.firstMismatch(dist, dijkstraAll(w, n))).toBe(-1);
+    }
+    expect(() => ck.cpu.apsp(w, n, { onRound: 1 } as never)).toThrow(/options.onRound must be a function/);
+  });
+});
+
+describe('the apsp CLI on the CPU (--cpu), and the checks before any GPU work', () => {
+  const dir = tmpDir();
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const quiet = { method: 'auto', device: 0, progress: false };
+
+  test.each([
+    ['g.txt', 'd.txt'],
+    ['g.gr', 'd.bin'],
+    ['g.bin', 'd2.txt'],
+  ])('--cpu: %s in, %s out, equal to Dijkstra from every vertex; progress and summary', async (inName, outName) => {
+    const n = 61;
+    const w = hostGraph(n, 0.08, freshSeed());
+    const input = path.join(dir, inName);
+    ck.writeGraph(input, w, n);
+    const lines: string[] = [];
+    const chunks: string[] = [];
+    const stream = { isTTY: false, write: (s: string) => chunks.push(s) > 0 } as never;
+    const output = path.join(dir, outName);
+    const r = await apspCommand(input, output, { ...quiet, progress: true, cpu: true }, (l) => lines.push(l), stream);
+    expect(r).toMatchObject({ n, method: 'cpu' });
+    expect(lines[0]).toMatch(
+      /^apsp: n = 61, the CPU reference \(cpu.apsp, Floyd–Warshall, 61 rounds\): [\d.]+ ms CPU, [\d.e+]+ relaxations\/s/,
+    );
+    expect(chunks.at(-1)).toMatch(/^apsp cpu n=61: 61\/61 rounds \(100%/);
+    expect(ck.cpu.firstMismatch(ck.readDistances(output).matrix, dijkstraAll(w, n))).toBe(-1);
+  });
+
+  test('--cpu refuses a graph above its limit by the header, before reading the rest', async () => {
+    const input = path.join(dir, 'big.txt');
+    fs.writeFileSync(input, `${CPU_MAX_N + 1} 1\n0 1 not-even-a-number\n`);
+    await expect(apspCommand(input, path.join(dir, 'o.txt'), { ...quiet, cpu: true }, () => {})).rejects.toThrow(
+      `--cpu runs the CPU reference (Floyd–Warshall on one core, n³ steps) on graphs of up to ${CPU_MAX_N} vertices; ` +
+        `${input} has ${CPU_MAX_N + 1}: run it on a GPU (without --cpu)`,
+    );
+    fs.writeFileSync(input, '2 1\n0 1 3\n');
+    for (const bad of [{ method: 'shared' }, { blockFactor: 16 }]) {
+      await expect(
+        apspCommand(input, path.join(dir, 'o.txt'), { ...quiet, ...bad, cpu: true }, () => {}),
+      ).rejects.toThrow(
+        /--cpu runs the CPU reference \(plain Floyd–Warshall\): --method and --block-factor are for the GPU/,
+      );
+    }
+  });
+
+  test('a malformed graph is a GraphFileError before anything is said about the GPU', async () => {
+    const input = path.join(dir, 'bad.txt');
+    fs.writeFileSync(input, '3 2\n0 1 5\n1 2 -4\n');
+    for (const cpu of [false, true]) {
+      await expect(apspCommand(input, path.join(dir, 'o.txt'), { ...quiet, cpu }, () => {})).rejects.toThrow(
+        /bad.txt:3: negative weight: -4/,
+      );
+    }
+  });
+});
+
 describeNoGpu('apsp without a GPU', () => {
-  test('the CLI says it needs a GPU', async () => {
-    const { apspCommand } = await import('../lib/cli/apsp');
+  test('the CLI reads the graph, then says it needs a GPU and offers --cpu', async () => {
     const dir = tmpDir();
     const input = path.join(dir, 'g.txt');
     fs.writeFileSync(input, '2 1\n0 1 3\n');
-    expect(() =>
+    await expect(
       apspCommand(input, path.join(dir, 'o.txt'), { method: 'auto', device: 0, progress: false }, () => {}),
-    ).toThrow(/apsp needs a GPU/);
+    ).rejects.toThrow(/^apsp needs a GPU: .*; --cpu runs the CPU reference instead \(graphs of up to 4096 vertices\)$/);
+    expect(fs.existsSync(path.join(dir, 'o.txt'))).toBe(false);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
@@ -559,7 +724,6 @@ describeGpu('apsp', () => {
   });
 
   test('the CLI: text graph in, distances out, summary printed', async () => {
-    const { apspCommand } = await import('../lib/cli/apsp');
     const dir = tmpDir();
     const n = 150;
     const w = hostGraph(n, 0.05, freshSeed());
@@ -573,7 +737,7 @@ describeGpu('apsp', () => {
       const lines: string[] = [];
       const chunks: string[] = [];
       const stream = { isTTY: false, write: (s: string) => chunks.push(s) > 0 } as never;
-      const r = apspCommand(
+      const r = await apspCommand(
         input,
         path.join(dir, outName),
         { method, device: 0, progress: true },

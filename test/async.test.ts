@@ -155,12 +155,12 @@ describe('Promise forms: argument errors and aborts before any GPU work', () => 
     const token = native.asyncToken();
     native.asyncCancel(token);
     native.asyncCancel(token);
-    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, token), 'TypeError');
+    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, false, token), 'TypeError');
     expectThrows(
       () => native.stencilRunAsync({} as never, {} as never, {} as never, 1, 1, new Float64Array(9), 0, 1, 1, 0),
       'TypeError',
     );
-    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, {} as never), 'TypeError');
+    expectThrows(() => native.apspRunAsync({} as never, {} as never, null, 1, 0, 1, false, {} as never), 'TypeError');
   });
 });
 
@@ -480,6 +480,7 @@ describeGpu('apspAsync', () => {
         [0],
         scheme,
         scheme === 1,
+        false,
         undefined,
         (done, rounds) => {
           expect(rounds).toBe(Math.ceil(n / 128));
@@ -499,7 +500,7 @@ describeGpu('apspAsync', () => {
     const seen: number[] = [];
     let atCancel = -1;
     const e = await rejection(
-      native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, token, (done) => {
+      native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, false, token, (done) => {
         seen.push(done);
         if (done === 2) atCancel = native.asyncCancel(token);
       }),
@@ -575,7 +576,7 @@ describeGpu('apspAsync', () => {
     expect(ck.cpu.firstMismatch(await d.toHost(), await ref.toHost())).toBe(-1);
   });
 
-  test('a CudaError on the pool thread (out of memory for the padded workspace) rejects the promise', async () => {
+  test('a CudaError (out of memory for the padded workspace, allocated at the call) rejects the promise', async () => {
     const n = 4097; // padded to 4224 by fast: a 71 MB workspace allocated inside the run
     using g = ck.upload(hostGraph(n, 0.001, freshSeed()));
     using out = ck.empty('int32', n * n);
@@ -764,5 +765,243 @@ describeGpu('Mlp: trainAsync, predictAsync, evaluateAsync', () => {
     await expect(p).rejects.toThrow(/freed/);
     await ck.synchronizeAsync(0);
     expect(ck.memoryPool(0).used).toBeLessThan(before);
+  });
+});
+
+// Every Promise form reads its inputs as they are at the call, as toHost() does: the work is queued
+// before the call returns, or the input is copied on the device then. These calls overwrite the
+// inputs right after the call — before any await — and expect the result of the old data.
+describeGpu('Promise forms read their inputs as they are at the call', () => {
+  /** The three ways a later call writes an array: fill, copyFrom, and an op with it as output. */
+  function overwrite(i: number, target: ck.DeviceArray, other: ck.DeviceArray): void {
+    if (i % 3 === 0) target.fill(target.dtype === 'int32' ? 0 : NaN);
+    else if (i % 3 === 1) ck.copyDevice(target, other);
+    else ck.scan(other, { out: target });
+  }
+
+  test.each(['float32', 'float64', 'int32'] as const)(
+    'reduceAsync (%s): 50 times per size, the sum, min and max of the old data',
+    async (dtype) => {
+      for (const n of [1, 4099, (1 << 20) + 5]) {
+        const base = ck.cpu.randomArray(Float64Array, n, freshSeed());
+        const host =
+          dtype === 'int32'
+            ? Int32Array.from(base, (v) => Math.round(v * 1e6))
+            : dtype === 'float32'
+              ? new Float32Array(base)
+              : base;
+        using a = ck.upload(host);
+        using other = ck.upload(host.map((v) => v + 3) as typeof host);
+        const expected = (['sum', 'min', 'max'] as const).map((op) => ck.reduce(a, op));
+        let max = -Infinity;
+        for (let i = 0; i < n; i++) max = Math.max(max, host[i]);
+        expect(expected[2]).toBe(max);
+        for (let i = 0; i < 50; i++) {
+          a.copyFrom(host);
+          const pending = (['sum', 'min', 'max'] as const).map((op) => ck.reduceAsync(a, op));
+          overwrite(i, a, other);
+          expect([n, i, await Promise.all(pending)]).toEqual([n, i, expected]);
+        }
+      }
+    },
+  );
+
+  test.each(ck.stencilMethods)(
+    'stencilAsync (%s): grid overwritten right after the call; one step, several, and a convergence inside the first pass',
+    async (method) => {
+      const rows = 67;
+      const cols = 45;
+      for (const [maxIterations, checkEvery, tolerance] of [
+        [1, 64, 0],
+        [37, 8, 0],
+        [300, 16, 1e-3],
+        [50, 64, 0.2], // converges within the first 8 sweeps: `fast` replays that pass from its input
+      ]) {
+        const host = hostGrid('float64', rows * cols, freshSeed());
+        using g = ck.upload(host);
+        using other = ck.upload(hostGrid('float64', rows * cols, freshSeed()));
+        const opts = { method, maxIterations, checkEvery, tolerance, weights: 'box9' as const };
+        const sync = ck.stencil(g, rows, cols, opts);
+        using syncGrid = sync.grid;
+        const syncHost = await syncGrid.toHost();
+        expect(
+          stencilMismatch(
+            { rows, cols, dtype: 'float64', maxIterations, tolerance },
+            { ...sync, grid: syncHost },
+            ck.cpu.stencil(host, rows, cols, opts),
+          ),
+        ).toBeNull();
+        for (let i = 0; i < 12; i++) {
+          g.copyFrom(host);
+          const p = ck.stencilAsync(g, rows, cols, opts);
+          overwrite(i, g, other);
+          const r = await p;
+          using grid = r.grid;
+          expect([i, r.iterations, r.residual, r.checksum]).toEqual([i, sync.iterations, sync.residual, sync.checksum]);
+          expect([i, ck.cpu.firstMismatch(await grid.toHost(), syncHost)]).toEqual([i, -1]);
+        }
+      }
+    },
+  );
+
+  test.each([
+    [33, 'shared', false],
+    [130, 'fast', false],
+    [257, 'basic', true],
+  ] as const)('apspAsync n = %i, %s, paths %p: dist overwritten right after the call', async (n, method, paths) => {
+    const w = hostGraph(n, 0.1, freshSeed());
+    const ref = ck.cpu.apsp(w, n);
+    using g = ck.upload(w);
+    using other = ck.upload(hostGraph(n, 0.3, freshSeed()));
+    // Next hops may break ties differently from the CPU's: compared with the blocking form's.
+    const sync = paths ? ck.apsp(g, n, { method, paths: true }) : undefined;
+    using _sd = sync?.dist;
+    using _sn = sync?.next;
+    const syncNext = sync ? await sync.next.toHost() : undefined;
+    for (let i = 0; i < 12; i++) {
+      g.copyFrom(w);
+      const p = ck.apspAsync(g, n, { method, paths });
+      overwrite(i, g, other);
+      const r = await p;
+      const dist = paths ? (r as ck.ApspResult).dist : (r as ck.DeviceArray<'int32'>);
+      using _d = dist;
+      using _n = paths ? (r as ck.ApspResult).next : undefined;
+      expect([i, ck.cpu.firstMismatch(await dist.toHost(), ref)]).toEqual([i, -1]);
+      if (syncNext) {
+        const next = await (r as ck.ApspResult).next.toHost();
+        expect([i, ck.cpu.firstMismatch(next, syncNext)]).toEqual([i, -1]);
+      }
+    }
+  });
+
+  test('apspAsync: the weight check covers exactly the matrix the run computes on; out is refused meanwhile', async () => {
+    const n = 200;
+    const w = hostGraph(n, 0.1, freshSeed());
+    const ref = ck.cpu.apsp(w, n);
+    const bad = Int32Array.from(w);
+    bad[3 * n + 7] = -5;
+    using g = ck.upload(w);
+    using badG = ck.upload(bad);
+    const expected = thrown(() => ck.apsp(badG, n)) as Error;
+    expect(expected).toBeInstanceOf(RangeError);
+    for (const devices of [undefined, [0]]) {
+      using out = ck.full('int32', n * n, 0x5eed);
+      // A negative weight written after the call: the run used the valid matrix and resolves.
+      g.copyFrom(w);
+      const p = ck.apspAsync(g, n, { out, devices });
+      g.copyFrom(bad);
+      // `out` is written by the call from the start: refused, not silently raced.
+      expect(() => out.fill(0)).toThrow(/is still being written by a running apspAsync\(\)/);
+      expect(await p).toBe(out);
+      expect(ck.cpu.firstMismatch(await out.toHost(), ref)).toBe(-1);
+      // An invalid matrix at the call rejects as the blocking form throws, even if fixed at once.
+      const q = ck.apspAsync(g, n, { devices });
+      g.copyFrom(w);
+      const e = await rejection(q);
+      expect(e.constructor).toBe(RangeError);
+      expect(e.message).toBe(expected.message);
+    }
+    // The same through the multi-GPU runner (one device here): it resolves to the range it checked.
+    const max = w.reduce((m, v) => Math.max(m, v), -Infinity);
+    const maxBad = bad.reduce((m, v) => Math.max(m, v), -Infinity);
+    using out = ck.empty('int32', n * n);
+    g.copyFrom(w);
+    const p = native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, true);
+    g.copyFrom(bad);
+    expect(await p).toEqual([0, max]);
+    expect(ck.cpu.firstMismatch(await out.toHost(), ref)).toBe(-1);
+    const q = native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 0, false, true);
+    g.copyFrom(w);
+    expect(await q).toEqual([-5, maxBad]);
+    expect(await native.apspRunMultiAsync(g.handle(), out.handle(), n, [0], 1, false, false)).toBeUndefined();
+  });
+
+  test('Mlp: predictAsync, evaluateAsync and trainAsync read X, T, the weights, eta and alpha of the call', async () => {
+    const P = 97;
+    const X = ck.cpu.randomArray(Float32Array, P * 4, freshSeed());
+    const T = ck.cpu.randomArray(Float32Array, P * 2, freshSeed()).map((v) => (v + 1) / 2);
+    const spec = { layers: [4, 9, 2], eta: 0.1, alpha: 0.5, seed: 23 };
+    using net = new ck.Mlp(spec);
+    using x = ck.upload(X);
+    using t = ck.upload(T);
+    using nans = ck.full('float32', P * 4, NaN);
+    const yRef = net.predict(X);
+    const eRef = net.evaluate(X, T);
+    for (let i = 0; i < 12; i++) {
+      x.copyFrom(X);
+      t.copyFrom(T);
+      const py = net.predictAsync(x);
+      const pe = net.evaluateAsync(x, t);
+      overwrite(i, x, nans);
+      t.fill(NaN);
+      using y = await py;
+      expect([i, ck.cpu.relativeError(await y.toHost(), yRef)]).toEqual([i, 0]);
+      expect([i, Math.abs((await pe) - eRef) <= 1e-6 * eRef]).toEqual([i, true]);
+    }
+    // The weights of the call: a blocking train queued right after does not reach the pass.
+    x.copyFrom(X);
+    const py = net.predictAsync(x);
+    net.train(X, T, { epochs: 2 });
+    using y = await py;
+    expect(ck.cpu.relativeError(await y.toHost(), yRef)).toBe(0);
+    // trainAsync: X, T (device arrays), eta and alpha written right after the call.
+    using a = new ck.Mlp(spec);
+    using b = new ck.Mlp(spec);
+    const opts = { epochs: 5, batchSize: 20 };
+    const sync = a.train(X, T, opts);
+    x.copyFrom(X);
+    t.copyFrom(T);
+    const p = b.trainAsync(x, t, opts);
+    x.fill(NaN);
+    t.fill(Infinity);
+    b.eta = NaN;
+    b.alpha = -1;
+    const got = await p;
+    for (let e = 0; e < 5; e++)
+      expect(Math.abs(got[e].error - sync[e].error)).toBeLessThanOrEqual(1e-6 * sync[e].error);
+    expect(ck.cpu.relativeError(flatWeights(b.getWeights()), flatWeights(a.getWeights()))).toBeLessThan(1e-6);
+  });
+});
+
+// The pool thread of a long call sleeps on a cudaEventBlockingSync event instead of spinning a core.
+describeGpu('Promise forms wait asleep', () => {
+  /** Wall and CPU milliseconds of this process while `run` is awaited. */
+  async function cpuDuring(run: () => Promise<unknown>): Promise<{ wall: number; cpu: number }> {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await run();
+    const wall = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    return { wall, cpu: (c.user + c.system) / 1000 };
+  }
+
+  test('stencilAsync and apspAsync: the process uses well under one core while the GPU works', async () => {
+    const rows = 2048;
+    const cols = 2048;
+    using g = ck.upload(hostGrid('float32', rows * cols, freshSeed()));
+    const opts = { tolerance: 0, weights: 'jacobi5' as const, checkEvery: 4096 };
+    const t0 = performance.now();
+    ck.stencil(g, rows, cols, { ...opts, maxIterations: 500 }).grid.free();
+    const sweeps = Math.max(500, Math.round((1500 / (performance.now() - t0)) * 500)); // about 1.5 s
+    const stencil = await cpuDuring(async () =>
+      (await ck.stencilAsync(g, rows, cols, { ...opts, maxIterations: sweeps })).grid.free(),
+    );
+    const n = 4096;
+    using graph = ck.randomGraph(n, { density: 0.01, seed: freshSeed() });
+    // Runs back to back for about 1.5 s, reporting every round.
+    const apsp = await cpuDuring(async () => {
+      const start = performance.now();
+      for (let k = 0; k < 100 && performance.now() - start < 1500; k++)
+        (await ck.apspAsync(graph, n, { method: 'shared', onProgress: () => {} })).free();
+    });
+    console.log(
+      `CPU while waiting: stencilAsync ${stencil.cpu.toFixed(0)} of ${stencil.wall.toFixed(0)} ms, ` +
+        `apspAsync ${apsp.cpu.toFixed(0)} of ${apsp.wall.toFixed(0)} ms`,
+    );
+    expect(stencil.wall).toBeGreaterThan(500);
+    expect(apsp.wall).toBeGreaterThan(500);
+    // Spinning, a pool thread alone would use about the wall time.
+    expect(stencil.cpu).toBeLessThan(0.5 * stencil.wall);
+    expect(apsp.cpu).toBeLessThan(0.5 * apsp.wall);
   });
 });

@@ -24,11 +24,12 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+function cli(args: string[], env: NodeJS.ProcessEnv = {}, user: { uid?: number; gid?: number } = {}) {
   const r = spawnSync(process.execPath, ['-r', './test/harness/ts-register.js', 'lib/cli/main.ts', ...args], {
     cwd: root,
     encoding: 'utf8',
     env: { ...process.env, ...env },
+    ...user,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -64,6 +65,52 @@ describe('apsp file errors are file errors', () => {
         `cuda-kernels: GraphFileError: ${path.join(dir, 'missing.txt')}: cannot read the input graph: no such file`,
       );
     }
+  });
+
+  test('a read-only output file is refused before the graph is read or any GPU work', () => {
+    // Root may write any file: then the command runs as nobody, for whom the file is read-only.
+    const asRoot = process.getuid?.() === 0;
+    const user = asRoot ? { uid: 65534, gid: 65534 } : {};
+    fs.chmodSync(dir, 0o755); // mkdtemp made it 0700: nobody could not reach the files in it
+    const sub = fs.mkdtempSync(path.join(dir, 'ro-'));
+    fs.chmodSync(sub, 0o777);
+    const graph = path.join(sub, 'g.txt');
+    fs.writeFileSync(graph, '2 1\n0 1 3\n');
+    fs.chmodSync(graph, 0o644);
+    const output = path.join(sub, 'd.txt');
+    fs.writeFileSync(output, 'old\n');
+    fs.chmodSync(output, 0o444);
+    for (const extra of [[], ['--cpu']]) {
+      const r = cli(['apsp', graph, output, ...extra], noBinary, user);
+      expect(r.stderr.trim()).toBe(
+        `cuda-kernels: GraphFileError: ${output}: cannot write the distance matrix over the existing file: permission denied`,
+      );
+      expect(r.status).toBe(1);
+    }
+    expect(fs.readFileSync(output, 'utf8')).toBe('old\n');
+    if (!asRoot) expect(() => checkFiles(graph, output)).toThrow(/permission denied/);
+  });
+
+  test('apsp --cpu runs without a binary or a GPU and writes the distances', () => {
+    const graph = path.join(dir, 'cpu.gr');
+    fs.writeFileSync(graph, 'c three vertices\np sp 3 3\na 1 2 4\na 2 3 5\na 1 3 20\n');
+    const output = path.join(dir, 'cpu-d.txt');
+    const r = cli(['apsp', graph, output, '--cpu', '--no-progress'], noBinary);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^apsp: n = 3, the CPU reference \(cpu.apsp, Floyd–Warshall, 3 rounds\): /);
+    expect(fs.readFileSync(output, 'utf8')).toBe('0 4 9\nINF 0 5\nINF INF 0\n');
+    const both = cli(['apsp', graph, output, '--cpu', '--distributed'], noBinary);
+    expect(both.status).toBe(1);
+    expect(both.stderr.trim()).toBe('cuda-kernels: RangeError: --cpu and --distributed do not go together');
+  });
+
+  test('a malformed graph is reported as such even without a binary', () => {
+    const graph = path.join(dir, 'bad.txt');
+    fs.writeFileSync(graph, '3 1\n0 7 1\n');
+    const r = cli(['apsp', graph, path.join(dir, 'o.txt')], noBinary);
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toBe(`cuda-kernels: GraphFileError: ${graph}:2: dst vertex out of range: 7 (expected 0…2)`);
   });
 
   test('checkFiles: input not a file, output folder missing or a folder', () => {

@@ -102,6 +102,70 @@ describe('cpu.Mlp (the reference)', () => {
       /weights.weights\[0\] must be an array of 6 numbers/,
     );
   });
+
+  test('train checks eta and alpha set after construction, at every epoch (onEpoch may change them)', () => {
+    const net = new ck.cpu.Mlp({ layers: [2, 3, 1], eta: 0.1, seed: 4 });
+    const before = net.getWeights();
+    for (const [field, value] of [
+      ['eta', NaN],
+      ['eta', -0.5],
+      ['alpha', Infinity],
+      ['alpha', '0.9'],
+    ] as const) {
+      const saved = net[field];
+      (net as unknown as Record<string, unknown>)[field] = value;
+      expect(() => net.train(XOR.X, XOR.T, { epochs: 1 })).toThrow(
+        new RangeError(
+          `${field} must be a finite number ≥ 0, got ${typeof value === 'string' ? `the string "${value}"` : `number ${value}`}`,
+        ),
+      );
+      (net as unknown as Record<string, unknown>)[field] = saved;
+    }
+    expect(net.getWeights()).toEqual(before); // refused before any update
+    // Set in onEpoch: the next epoch is refused; a valid change is used (a learning-rate schedule).
+    expect(() =>
+      net.train(XOR.X, XOR.T, {
+        epochs: 3,
+        onEpoch: ({ epoch }) => {
+          if (epoch === 2) net.eta = -1;
+        },
+      }),
+    ).toThrow(/eta must be a finite number ≥ 0, got number -1/);
+    const a = new ck.cpu.Mlp({ layers: [2, 3, 1], eta: 0.5, seed: 4 });
+    const b = new ck.cpu.Mlp({ layers: [2, 3, 1], eta: 0.5, seed: 4 });
+    a.train(XOR.X, XOR.T, { epochs: 2, onEpoch: () => void (a.eta = 0.25) });
+    b.train(XOR.X, XOR.T, { epochs: 1 });
+    b.eta = 0.25;
+    b.train(XOR.X, XOR.T, { epochs: 1 });
+    expect(a.getWeights()).toEqual(b.getWeights());
+  });
+
+  test('patterns with NaN, ±Infinity or non-numbers are refused (validate: false lets finite checks go)', () => {
+    const net = new ck.cpu.Mlp({ layers: [2, 3, 1], eta: 0.1, seed: 4 });
+    const before = net.getWeights();
+    expect(() => net.train([0, 0, NaN, 1], [0, 1], { epochs: 1 })).toThrow(
+      /X\[2\] must be a finite number \(or pass options.validate: false\), got number NaN/,
+    );
+    expect(() => net.train(new Float64Array([0, 0, 1, 1]), new Float32Array([0, -Infinity]), { epochs: 1 })).toThrow(
+      /T\[1\] must be a finite number .*got number -Infinity/,
+    );
+    expect(() => net.train([0, 0, '1', 1] as never, [0, 1], { epochs: 1 })).toThrow(
+      new TypeError('X[2] must be a number, got the string "1"'),
+    );
+    // eslint-disable-next-line no-sparse-arrays
+    expect(() => net.train([0, 0, 1, 1], [0, ,] as never, { epochs: 1 })).toThrow(
+      /T\[1\] must be a number, got undefined/,
+    );
+    expect(() => net.train(new BigInt64Array(4) as never, [0, 1], { epochs: 1 })).toThrow(TypeError);
+    expect(() => net.train(XOR.X, XOR.T, { epochs: 1, validate: 'no' as never })).toThrow(
+      /options.validate must be a boolean/,
+    );
+    expect(() => net.predict([0, 'x'] as never)).toThrow(/X\[1\] must be a number/);
+    expect(net.getWeights()).toEqual(before);
+    // Opting out: the NaN then reaches the weights, as the option's documentation warns.
+    net.train([0, 0, NaN, 1], [0, 1], { epochs: 1, validate: false });
+    expect(flatWeights(net.getWeights()).some(Number.isNaN)).toBe(true);
+  });
 });
 
 describe('Mlp argument checks (no device needed)', () => {
@@ -126,6 +190,17 @@ describe('Mlp argument checks (no device needed)', () => {
     [{ ...ok, streams: 9, method: 'custom' as const }, /options.streams/],
   ])('%j', (options, message) => {
     expect(() => new ck.Mlp(options)).toThrow(message);
+  });
+
+  test('fromWeights refuses values a float32 network cannot hold (checked before any device work)', () => {
+    const w = new ck.cpu.Mlp({ layers: [2, 1], eta: 0.1 }).getWeights();
+    const big = { ...w, weights: [[1e39, 0]] };
+    expect(() => ck.Mlp.fromWeights(big, { eta: 0.1 })).toThrow(
+      /weights.weights\[0\]\[0\] must be a finite number within float32’s range \(\|w\| ≤ 3.4028235e38\), got number 1e\+39/,
+    );
+    expect(() => ck.Mlp.fromWeights({ ...w, biases: [[-3.5e38]] }, { eta: 0.1 })).toThrow(/weights.biases\[0\]\[0\]/);
+    // The CPU reference computes in float64: any finite value will do there.
+    expect(() => ck.cpu.Mlp.fromWeights(big, { eta: 0 })).not.toThrow();
   });
 });
 
@@ -257,6 +332,82 @@ describeGpu('Mlp on the GPU', () => {
     cpu.train(X, T, { epochs: 4 });
     using back = ck.Mlp.fromWeights(cpu.getWeights(), { eta: 0.05 });
     expect(weightError(back.getWeights(), cpu.getWeights())).toBeLessThan(1e-7);
+  });
+
+  test('train and trainAsync refuse NaN and ±Infinity in X or T (checked on the device); validate: false skips it', async () => {
+    const { X, T } = data(50, 3, 2, freshSeed());
+    using net = new ck.Mlp({ layers: [3, 4, 2], eta: 0.1, seed: 3 });
+    const w0 = net.getWeights();
+    const withX = (v: number) => Float32Array.from(X, (x, i) => (i === 77 ? v : x));
+    const withT = (v: number) => Float32Array.from(T, (t, i) => (i === 99 ? v : t));
+    const cases: [string, ArrayLike<number>, ArrayLike<number>, RegExp][] = [
+      ['NaN in X', withX(NaN), T, /^X must hold only finite numbers, but its sum on the device is NaN/],
+      ['Infinity in T', X, withT(Infinity), /^T must hold only finite numbers, but its sum on the device is Infinity/],
+      ['-Infinity in X', withX(-Infinity), T, /^X must hold only finite numbers/],
+      // A float64 beyond float32's range becomes Infinity on upload.
+      ['1e39 in a Float64Array T', X, Float64Array.from(withT(0), (t, i) => (i === 5 ? 1e39 : t)), /^T must hold/],
+    ];
+    for (const [what, x, t, message] of cases) {
+      expectThrows(() => net.train(x, t, { epochs: 1 }), 'RangeError', message);
+      using dx = ck.upload(Float32Array.from(x));
+      using dt = ck.upload(Float32Array.from(t));
+      expectThrows(() => net.train(dx, dt, { epochs: 1 }), 'RangeError', message);
+      const e = await net.trainAsync(x, t, { epochs: 1 }).then(
+        () => new Error(`${what}: trainAsync resolved`),
+        (err: unknown) => err as Error,
+      );
+      expect([what, e.name, message.test(e.message)]).toEqual([what, 'RangeError', true]);
+      await expect(net.trainAsync(dx, dt, { epochs: 1 })).rejects.toThrow(message);
+    }
+    expect(net.getWeights()).toEqual(w0); // nothing was trained
+    expect(() => net.train([1, 2, 'x', 4, 5, 6] as never, [1, 2, 3, 4], { epochs: 1 })).toThrow(
+      new TypeError('X[2] must be a number, got the string "x"'),
+    );
+    // Opting out: the NaN then reaches every weight, as the option warns.
+    net.train(withX(NaN), T, { epochs: 1, validate: false });
+    expect(flatWeights(net.getWeights()).every(Number.isNaN)).toBe(true);
+  });
+
+  test('eta and alpha set after construction are checked at every epoch of train (onEpoch may change them)', () => {
+    const { X, T } = data(20, 2, 1, freshSeed());
+    using net = new ck.Mlp({ layers: [2, 3, 1], eta: 0.1, seed: 5 });
+    net.alpha = -0.5;
+    expect(() => net.train(X, T, { epochs: 1 })).toThrow(/alpha must be a finite number ≥ 0, got number -0.5/);
+    net.alpha = 0;
+    expect(() =>
+      net.train(X, T, {
+        epochs: 3,
+        onEpoch: ({ epoch }) => {
+          if (epoch === 1) net.eta = -2; // negative: it used to reach the update kernel
+        },
+      }),
+    ).toThrow(/eta must be a finite number ≥ 0, got number -2/);
+  });
+
+  test('custom: a layer wider than 4,194,240 columns (65,535 column tiles of the grid) trains like cpu.Mlp', () => {
+    const wide = 65537 * 64 + 5; // 65,538 column tiles
+    const layers = [1, wide, 1];
+    const seed = freshSeed();
+    const { X, T } = data(3, 1, 1, seed);
+    const spec = { layers, eta: 0.5, alpha: 0.5, seed };
+    using gpu = new ck.Mlp({ ...spec, method: 'custom', streams: 1 });
+    const cpu = new ck.cpu.Mlp(spec);
+    const w0 = flatWeights(cpu.getWeights());
+    const g = gpu.train(X, T, { epochs: 2 });
+    const c = cpu.train(X, T, { epochs: 2 });
+    for (let e = 0; e < 2; e++) expect(relative(g[e].error, c[e].error)).toBeLessThan(1e-4);
+    expect(ck.cpu.relativeError(gpu.predict(X), cpu.predict(X))).toBeLessThan(1e-4);
+    // The updates of the last hidden units (column tiles past 65,535), in W_0, b_0 and W_1: a column the
+    // grid missed would keep its initial weight.
+    const gw = flatWeights(gpu.getWeights());
+    const cw = flatWeights(cpu.getWeights());
+    for (const start of [0, wide, 2 * wide]) {
+      const idx = Array.from({ length: 2000 }, (_, k) => start + wide - 2000 + k);
+      const gd = Float64Array.from(idx, (i) => gw[i] - w0[i]);
+      const cd = Float64Array.from(idx, (i) => cw[i] - w0[i]);
+      expect(cd.some((d) => d !== 0)).toBe(true);
+      expect(ck.cpu.relativeError(gd, cd)).toBeLessThan(1e-3);
+    }
   });
 
   test('bad input and use after free', () => {

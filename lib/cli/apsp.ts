@@ -1,19 +1,27 @@
 // `npx cuda-kernels apsp <input> <output>`: read a graph file, run all-pairs shortest paths on the GPU
-// with a progress line over the rounds, write the distance matrix, print a summary.
+// (or, with --cpu, the CPU reference) with a progress line over the rounds, write the distance matrix,
+// print a summary. This module loads no native binary until the GPU is needed: the files are checked
+// and the graph read first, so a bad file is reported as such on any machine, and --cpu runs without
+// a binary or a GPU.
 import { checkFiles } from './files';
 
-import { upload } from '../array';
-import { deviceCount, deviceProperties, runtimeInfo } from '../device';
+import { apsp as cpuApsp } from '../cpu/apsp';
 import {
   type GraphFormat,
   type MatrixFormat,
   graphFormatOf,
   matrixFormatOf,
   readGraph,
+  readGraphHeader,
   writeDistances,
 } from '../io/graph';
-import { apsp, apspBlockFactor, apspMethods, type ApspMethod } from '../ops/apsp';
-import { EventTimer } from '../timing';
+import { apspBlockFactor, apspMethods } from '../ops/apsp-spec';
+
+/**
+ * Largest graph `apsp --cpu` takes: `cpu.apsp` is plain Floyd–Warshall on one core, n³ steps — about
+ * a minute at n = 2048 and several at 4096 on a current CPU core; anything larger is a job for the GPU.
+ */
+export const CPU_MAX_N = 4096;
 
 /** Options of the `apsp` command, as commander parses them. */
 export interface ApspCliOptions {
@@ -26,6 +34,8 @@ export interface ApspCliOptions {
   device: number;
   /** false with --no-progress. */
   progress: boolean;
+  /** --cpu: run the CPU reference instead of the GPU (up to {@link CPU_MAX_N} vertices). */
+  cpu?: boolean;
 }
 
 /** The input and output formats of an `apsp` command: the options, else the files' extensions. */
@@ -86,30 +96,120 @@ export function progressReporter(label: string, stream: NodeJS.WritableStream & 
 
 const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
 
+/** What {@link apspCommand} reports: the summary's fields. */
+export interface ApspCliResult {
+  n: number;
+  /** The GPU method, or `cpu` for --cpu. */
+  method: string;
+  /** GPU milliseconds from CUDA events, or the CPU run's wall milliseconds. */
+  ms: number;
+  /** Relaxations per second, n³ / time. */
+  rate: number;
+}
+
 /**
- * `npx cuda-kernels apsp <input> <output>`: reads the graph, runs {@link apsp} with a progress line
- * over the rounds on `progressStream`, writes the distance matrix and prints the summary (n, method,
- * GPU ms from CUDA events, relaxations/s = n³/time) through `out`; returns the summary fields.
+ * `npx cuda-kernels apsp <input> <output>`: checks the files, reads the graph (a malformed one is a
+ * GraphFileError, whether or not there is a GPU), runs {@link apsp} with a progress line over the
+ * rounds on `progressStream` (or `cpu.apsp` with `--cpu`), writes the distance matrix and prints the
+ * summary (n, method, GPU ms from CUDA events or CPU wall ms, relaxations/s = n³/time) through `out`;
+ * returns the summary fields.
  */
-export function apspCommand(
+export async function apspCommand(
   input: string,
   output: string,
   opts: ApspCliOptions,
   out: (line: string) => void = console.log,
   progressStream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
-): { n: number; method: string; ms: number; rate: number } {
-  const method = opts.method as ApspMethod;
+): Promise<ApspCliResult> {
+  const method = opts.method;
   if (method !== 'auto' && !(apspMethods as readonly string[]).includes(method)) {
     throw new RangeError(`--method must be one of auto, ${apspMethods.join(', ')}, got ${JSON.stringify(opts.method)}`);
   }
+  if (opts.cpu && (method !== 'auto' || opts.blockFactor !== undefined)) {
+    throw new RangeError(
+      '--cpu runs the CPU reference (plain Floyd–Warshall): --method and --block-factor are for the GPU',
+    );
+  }
   const { inputFormat, format } = cliFormats(input, output, opts);
   checkFiles(input, output);
-  if (deviceCount() === 0) throw new Error(`apsp needs a GPU: ${runtimeInfo().noDeviceReason}`);
+  if (opts.cpu) {
+    // The header first: a graph too large for the CPU is refused before its n² matrix is read.
+    const v = readGraphHeader(input, { format: inputFormat });
+    if (v > CPU_MAX_N) {
+      throw new RangeError(
+        `--cpu runs the CPU reference (Floyd–Warshall on one core, n³ steps) on graphs of up to ${CPU_MAX_N} ` +
+          `vertices; ${input} has ${v}: run it on a GPU (without --cpu)`,
+      );
+    }
+  }
 
   let t0 = process.hrtime.bigint();
   const { n, matrix } = readGraph(input, { format: inputFormat });
   const readS = seconds(t0);
-  const resolved = method === 'auto' || method === 'replicated' ? 'fast' : method;
+  const run = opts.cpu ? runCpu(n, matrix, opts, progressStream) : await runGpu(n, matrix, opts, progressStream);
+
+  t0 = process.hrtime.bigint();
+  writeDistances(output, run.dist, n, { format });
+  const writeS = seconds(t0);
+
+  const rate = n ** 3 / (run.ms / 1e3);
+  out(
+    `${run.summary}: ${run.ms.toFixed(2)} ms ${opts.cpu ? 'CPU' : 'GPU'}, ${rate.toExponential(3)} relaxations/s (n³/t)`,
+  );
+  out(
+    `  read ${input} (${inputFormat}) in ${readS.toFixed(2)} s; wrote ${output} (${format}) in ${writeS.toFixed(2)} s`,
+  );
+  return { n, method: run.method, ms: run.ms, rate };
+}
+
+interface Run {
+  dist: Int32Array;
+  method: string;
+  ms: number;
+  summary: string;
+}
+
+function runCpu(
+  n: number,
+  matrix: Int32Array,
+  opts: ApspCliOptions,
+  progressStream: NodeJS.WritableStream & { isTTY?: boolean },
+): Run {
+  const reporter = opts.progress ? progressReporter(`apsp cpu n=${n}`, progressStream) : undefined;
+  const t0 = process.hrtime.bigint();
+  let dist: Int32Array;
+  try {
+    dist = cpuApsp(matrix, n, { onRound: reporter ? (done, total) => reporter.update(done, total) : undefined });
+  } finally {
+    reporter?.finish();
+  }
+  const ms = seconds(t0) * 1e3;
+  return {
+    dist,
+    method: 'cpu',
+    ms,
+    summary: `apsp: n = ${n}, the CPU reference (cpu.apsp, Floyd–Warshall, ${n} rounds)`,
+  };
+}
+
+async function runGpu(
+  n: number,
+  matrix: Int32Array,
+  opts: ApspCliOptions,
+  progressStream: NodeJS.WritableStream & { isTTY?: boolean },
+): Promise<Run> {
+  // Loaded only now: the native binary may be missing (BinaryLoadError says what was tried).
+  const { deviceCount, deviceProperties, runtimeInfo } = await import('../device');
+  if (deviceCount() === 0) {
+    throw new Error(
+      `apsp needs a GPU: ${runtimeInfo().noDeviceReason}; --cpu runs the CPU reference instead ` +
+        `(graphs of up to ${CPU_MAX_N} vertices)`,
+    );
+  }
+  const { upload } = await import('../array');
+  const { apsp } = await import('../ops/apsp');
+  const { EventTimer } = await import('../timing');
+  const resolved = opts.method === 'auto' ? 'fast' : (opts.method as (typeof apspMethods)[number]);
   const factor = apspBlockFactor(resolved, n, opts.blockFactor);
   const rounds = Math.ceil(n / factor);
   const gpu = deviceProperties(opts.device).name;
@@ -131,18 +231,10 @@ export function apspCommand(
   timer.stop();
   const ms = timer.elapsedMs();
   using result = dist;
-  const host = result.toHostSync();
-  t0 = process.hrtime.bigint();
-  writeDistances(output, host, n, { format });
-  const writeS = seconds(t0);
-
-  const rate = n ** 3 / (ms / 1e3);
-  out(
-    `apsp: n = ${n}, method ${resolved} (block factor ${factor}, ${rounds} rounds) on ${gpu}: ` +
-      `${ms.toFixed(2)} ms GPU, ${rate.toExponential(3)} relaxations/s (n³/t)`,
-  );
-  out(
-    `  read ${input} (${inputFormat}) in ${readS.toFixed(2)} s; wrote ${output} (${format}) in ${writeS.toFixed(2)} s`,
-  );
-  return { n, method: resolved, ms, rate };
+  return {
+    dist: result.toHostSync(),
+    method: resolved,
+    ms,
+    summary: `apsp: n = ${n}, method ${resolved} (block factor ${factor}, ${rounds} rounds) on ${gpu}`,
+  };
 }

@@ -13,8 +13,10 @@ function reason(e: unknown): string {
 }
 
 /**
- * The input must be a readable file and the output's folder must exist: checked before the GPU
- * is, so a mistyped path is reported as a file error (GraphFileError), not as a device problem.
+ * The input must be a readable file, and the output a file that can be written: a new one in an
+ * existing, writable folder, or an existing file we may write (a read-only one would otherwise fail
+ * only after the whole run). Checked before the graph is read and before any GPU work, so a mistyped
+ * path is reported as a file error (GraphFileError), not as a device problem.
  */
 export function checkFiles(input: string, output: string): void {
   try {
@@ -31,7 +33,13 @@ export function checkFiles(input: string, output: string): void {
   } catch (e) {
     throw new GraphFileError(output, 0, `cannot write the distance matrix into ${dir}: ${reason(e)}`);
   }
-  if (fs.existsSync(output) && fs.statSync(output).isDirectory()) {
-    throw new GraphFileError(output, 0, 'cannot write the distance matrix: it is a folder');
+  if (fs.existsSync(output)) {
+    if (fs.statSync(output).isDirectory())
+      throw new GraphFileError(output, 0, 'cannot write the distance matrix: it is a folder');
+    try {
+      fs.accessSync(output, fs.constants.W_OK);
+    } catch (e) {
+      throw new GraphFileError(output, 0, `cannot write the distance matrix over the existing file: ${reason(e)}`);
+    }
   }
 }

@@ -88,7 +88,7 @@ program
 
 program
   .command('apsp')
-  .description('all-pairs shortest paths of a graph file on the GPU, written as a distance matrix')
+  .description('all-pairs shortest paths of a graph file on the GPU (or the CPU), written as a distance matrix')
   .argument('<input>', 'graph file: text "V E" + edge lines, DIMACS .gr, or binary .bin')
   .argument('<output>', 'distance matrix file: text (INF for unreachable) or binary .bin')
   .option('--method <name>', 'basic, shared, fast or auto', 'auto')
@@ -98,11 +98,13 @@ program
   .option('--device <i>', 'device index', positiveInt, 0)
   .option('--no-progress', 'no progress line on stderr')
   .option('--distributed', 'split the graph over the ranks of a job (cuda-kernels launch, mpirun, srun): a band each')
+  .option('--cpu', 'run the CPU reference (Floyd–Warshall on one core) instead of the GPU: graphs up to 4096 vertices')
   .action(async (input: string, output: string, opts) => {
     // The files first: a wrong path is a file error, whether or not a binary or GPU is there.
     (await import('./files')).checkFiles(input, output);
+    if (opts.distributed && opts.cpu) throw new RangeError('--cpu and --distributed do not go together');
     if (opts.distributed) await (await import('./apsp-dist')).apspDistributedCommand(input, output, opts);
-    else (await import('./apsp')).apspCommand(input, output, opts);
+    else await (await import('./apsp')).apspCommand(input, output, opts);
   });
 
 program

@@ -7,6 +7,14 @@ export interface CpuApspResult {
   next: Int32Array;
 }
 
+/** Options of `cpu.apsp`. */
+export interface CpuApspOptions {
+  /** Also compute the next-hop matrix. */
+  paths?: boolean;
+  /** Called after each pivot k with (k + 1, n): the run takes n³ steps, minutes for thousands of vertices. */
+  onRound?: (done: number, total: number) => void;
+}
+
 /**
  * All-pairs shortest paths by plain Floyd–Warshall (k, i, j loops) — the reference the GPU methods
  * are compared with, exactly. Same contract as the GPU's `apsp`: an n×n row-major Int32Array of
@@ -14,14 +22,16 @@ export interface CpuApspResult {
  * With `paths: true`, also the next-hop matrix: next[i][j] is the vertex after i on a shortest path
  * with the fewest edges among the shortest (candidates compared by distance, then hop count).
  */
-export function apsp(weights: Int32Array, n: number, options?: { paths?: false }): Int32Array;
-export function apsp(weights: Int32Array, n: number, options: { paths: true }): CpuApspResult;
-export function apsp(weights: Int32Array, n: number, options: { paths?: boolean } = {}): Int32Array | CpuApspResult {
+export function apsp(weights: Int32Array, n: number, options?: CpuApspOptions & { paths?: false }): Int32Array;
+export function apsp(weights: Int32Array, n: number, options: CpuApspOptions & { paths: true }): CpuApspResult;
+export function apsp(weights: Int32Array, n: number, options: CpuApspOptions = {}): Int32Array | CpuApspResult {
   if (!(weights instanceof Int32Array)) throw typeError('weights', 'an Int32Array', weights);
   checkInteger('n', n, 1);
   if (weights.length !== n * n)
     throw rangeError('weights', `n·n = ${n * n} elements long`, `${weights.length} elements`);
   const paths = options.paths ?? false;
+  const onRound = options.onRound;
+  if (onRound !== undefined && typeof onRound !== 'function') throw typeError('options.onRound', 'a function', onRound);
   const d = new Int32Array(weights);
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
@@ -42,6 +52,7 @@ export function apsp(weights: Int32Array, n: number, options: { paths?: boolean 
           if (t < d[rowI + j]) d[rowI + j] = t;
         }
       }
+      onRound?.(k + 1, n);
     }
     return d;
   }
@@ -72,6 +83,7 @@ export function apsp(weights: Int32Array, n: number, options: { paths?: boolean 
         }
       }
     }
+    onRound?.(k + 1, n);
   }
   return { dist: d, next };
 }

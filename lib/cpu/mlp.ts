@@ -2,8 +2,11 @@
 // `Mlp`, whose specification (lib/ops/mlp-spec.ts) both share.
 import { typeError } from '../errors';
 import {
+  checkFinitePatterns,
+  checkPatternValues,
   checkPatterns,
   checkTrainOptions,
+  checkTrainRates,
   type EpochResult,
   type MlpActivation,
   mlpInitialParameters,
@@ -20,7 +23,10 @@ import {
 } from '../ops/mlp-spec';
 
 function checkHost(name: string, value: unknown): PatternData {
-  if (Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView))) return value as PatternData;
+  if (Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView))) {
+    checkPatternValues(name, value);
+    return value as PatternData;
+  }
   throw typeError(name, 'a typed array or an array of numbers', value);
 }
 
@@ -84,22 +90,31 @@ export class Mlp {
     return { layers: [...layers], activation, output, eta, alpha, seed: 0 };
   }
 
-  /** Trains for `options.epochs` epochs (see {@link TrainOptions}); returns each epoch's result. */
+  /**
+   * Trains for `options.epochs` epochs (see {@link TrainOptions}); returns each epoch's result. `eta` and
+   * `alpha` are read, and checked, at the start of every epoch (so `onEpoch` may change them).
+   */
   train(X: PatternData, T: PatternData, options: TrainOptions): EpochResult[] {
+    checkTrainRates(this.eta, this.alpha);
     const x = checkHost('X', X);
     const t = checkHost('T', T);
     const P = checkPatterns(this.layers, x, t);
-    const { epochs, batch } = checkTrainOptions(options, P);
+    const { epochs, batch, validate } = checkTrainOptions(options, P);
+    if (validate) {
+      checkFinitePatterns('X', x);
+      checkFinitePatterns('T', t);
+    }
     const results: EpochResult[] = [];
     const grad = new Float64Array(this.#params.length);
     for (let e = 0; e < epochs; e++) {
+      const rates = checkTrainRates(this.eta, this.alpha);
       const start = performance.now();
       let error = 0;
       for (let p0 = 0; p0 < P; p0 += batch) {
         grad.fill(0);
         const p1 = Math.min(P, p0 + batch);
         for (let p = p0; p < p1; p++) error += this.#pattern(x, t, p, grad);
-        this.#update(grad);
+        this.#update(grad, rates);
       }
       const r = { epoch: ++this.#epochs, error, ms: performance.now() - start };
       results.push(r);
@@ -185,11 +200,11 @@ export class Mlp {
     return error;
   }
 
-  #update(grad: Float64Array): void {
+  #update(grad: Float64Array, { eta, alpha }: { eta: number; alpha: number }): void {
     const w = this.#params;
     const m = this.#momentum;
     for (let i = 0; i < w.length; i++) {
-      const d = -this.eta * grad[i] + this.alpha * m[i];
+      const d = -eta * grad[i] + alpha * m[i];
       m[i] = d;
       w[i] += d;
     }

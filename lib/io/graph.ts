@@ -1,10 +1,11 @@
 // Graph and distance-matrix files for APSP: the report's text format, DIMACS .gr and a binary matrix.
 // Readers stream the file in chunks (a line at a time for the text formats), so inputs larger than
 // a JS string work, and every error names the file and line.
+import { constants as bufferConstants } from 'node:buffer';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { INF } from '../ops/apsp-spec';
+import { APSP_MAX_N, INF } from '../ops/apsp-spec';
 import { rangeError, typeError } from '../errors';
 
 /**
@@ -38,8 +39,8 @@ export interface GraphMatrix {
 export class GraphFileError extends Error {
   readonly file: string;
   readonly line: number;
-  constructor(file: string, line: number, message: string) {
-    super(line > 0 ? `${file}:${line}: ${message}` : `${file}: ${message}`);
+  constructor(file: string, line: number, message: string, options?: { cause?: unknown }) {
+    super(line > 0 ? `${file}:${line}: ${message}` : `${file}: ${message}`, options);
     this.name = 'GraphFileError';
     this.file = file;
     this.line = line;
@@ -47,6 +48,46 @@ export class GraphFileError extends Error {
 }
 
 const CHUNK = 1 << 20;
+
+/**
+ * Largest vertex count the readers and writers take: the n×n matrix must be one Int32Array, whose
+ * length this Node.js caps at `buffer.constants.MAX_LENGTH` elements (2^32 on Node 20, so n ≤ 65536;
+ * higher on newer versions), and no larger than what `apsp` takes ({@link APSP_MAX_N}). Whether the
+ * host has the memory (16 GiB at n = 65536) is another matter: a reader that cannot allocate the
+ * matrix says so.
+ */
+export const GRAPH_MAX_V = Math.min(APSP_MAX_N, Math.floor(Math.sqrt(bufferConstants.MAX_LENGTH)));
+
+/** Why an errno error happened, in a few words. */
+function errnoReason(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a folder';
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Opens a file to read and returns its descriptor and size; a folder, a missing file or a file that
+ * cannot be read is a GraphFileError naming the path (not a bare EISDIR from the first read).
+ */
+function openToRead(file: string): { fd: number; size: number } {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    throw new GraphFileError(file, 0, `cannot read it: ${errnoReason(e)}`, { cause: e });
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.isDirectory()) throw new GraphFileError(file, 0, 'cannot read it: it is a folder, not a file');
+    return { fd, size: st.size };
+  } catch (e) {
+    fs.closeSync(fd);
+    if (e instanceof GraphFileError) throw e;
+    throw new GraphFileError(file, 0, `cannot read it: ${errnoReason(e)}`, { cause: e });
+  }
+}
 const GRAPH_FORMATS: readonly GraphFormat[] = ['text', 'dimacs', 'binary'];
 const MATRIX_FORMATS: readonly MatrixFormat[] = ['text', 'binary'];
 
@@ -65,16 +106,25 @@ function checkFormat<F extends string>(name: string, value: unknown, allowed: re
   return value as F;
 }
 
+// What the writers take is what the readers take back: n in [1, GRAPH_MAX_V] and every entry in
+// [0, INF] (INF: no edge, or unreachable).
 function checkMatrix(name: string, matrix: unknown, n: unknown): number {
   if (!(matrix instanceof Int32Array)) throw typeError(name, 'an Int32Array', matrix);
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw rangeError('n', 'an integer ≥ 1', n);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_V)
+    throw rangeError('n', `an integer in [1, ${MAX_V}] (what the readers take)`, n);
   if (matrix.length !== n * n) throw rangeError(name, `n·n = ${n * n} elements long`, `${matrix.length} elements`);
+  for (let e = 0; e < matrix.length; e++) {
+    const v = matrix[e];
+    if (v < 0 || v > INF) {
+      const i = Math.floor(e / n);
+      throw rangeError(name, `entries in [0, INF = ${INF}] (what the readers take)`, `${v} at [${i}][${e - i * n}]`);
+    }
+  }
   return n;
 }
 
 /** Lines of a file with their 1-based numbers, read 1 MiB at a time (`\n` or `\r\n` endings). */
-function* fileLines(file: string): Generator<[string, number]> {
-  const fd = fs.openSync(file, 'r');
+function* fileLines(file: string, fd: number): Generator<[string, number]> {
   try {
     const buf = Buffer.allocUnsafe(CHUNK);
     let carry = '';
@@ -116,15 +166,17 @@ function parseInt32(file: string, lineNo: number, what: string, token: string, m
   return v;
 }
 
-function newMatrix(file: string, lineNo: number, n: number): Int32Array {
+function newMatrix(file: string, lineNo: number, n: number, empty = true): Int32Array {
   let m: Int32Array;
   try {
     m = new Int32Array(n * n);
   } catch {
     throw new GraphFileError(file, lineNo, `${n} vertices need a ${n}×${n} host matrix, which does not fit in memory`);
   }
-  m.fill(INF);
-  for (let i = 0; i < n; i++) m[i * n + i] = 0;
+  if (empty) {
+    m.fill(INF);
+    for (let i = 0; i < n; i++) m[i * n + i] = 0;
+  }
   return m;
 }
 
@@ -132,7 +184,7 @@ function newMatrix(file: string, lineNo: number, n: number): Int32Array {
 // [src, dst, weight] 0-based or undefined for a line to skip.
 function readEdgeList(
   file: string,
-  header: (t: string[], lineNo: number) => [number, number] | undefined,
+  header: HeaderParser,
   edge: (t: string[], lineNo: number, n: number) => [number, number, number] | undefined,
   headerName: string,
 ): GraphMatrix {
@@ -141,7 +193,7 @@ function readEdgeList(
   let seen = 0;
   let matrix: Int32Array | undefined;
   let lastLine = 0;
-  for (const [line, lineNo] of fileLines(file)) {
+  for (const [line, lineNo] of fileLines(file, openToRead(file).fd)) {
     lastLine = lineNo;
     const t = tokens(line);
     if (matrix === undefined) {
@@ -170,21 +222,40 @@ function readEdgeList(
   return { n, matrix };
 }
 
-// V ≥ 1 up to what an Int32Array of V² elements can hold.
-const MAX_V = 46340;
+const MAX_V = GRAPH_MAX_V;
+
+type HeaderParser = (t: string[], lineNo: number) => [number, number] | undefined;
+
+// The header lines of the edge formats: [V, E], or undefined for a line before it (blank, comment).
+function textHeader(file: string): HeaderParser {
+  return (t, lineNo) => {
+    if (t.length === 0) return undefined;
+    if (t.length !== 2) throw new GraphFileError(file, lineNo, `the first line must be "V E", got ${t.length} fields`);
+    return [
+      parseInt32(file, lineNo, 'V (vertex count)', t[0], 1, MAX_V),
+      parseInt32(file, lineNo, 'E (edge count)', t[1], 0, Number.MAX_SAFE_INTEGER),
+    ];
+  };
+}
+
+function dimacsHeader(file: string): HeaderParser {
+  return (t, lineNo) => {
+    if (t.length === 0 || t[0] === 'c') return undefined;
+    if (t[0] === 'a') throw new GraphFileError(file, lineNo, 'an arc line before the "p sp V E" line');
+    if (t[0] !== 'p' || t.length !== 4 || t[1] !== 'sp') {
+      throw new GraphFileError(file, lineNo, `expected "p sp V E", got ${JSON.stringify(t.join(' '))}`);
+    }
+    return [
+      parseInt32(file, lineNo, 'V (vertex count)', t[2], 1, MAX_V),
+      parseInt32(file, lineNo, 'E (arc count)', t[3], 0, Number.MAX_SAFE_INTEGER),
+    ];
+  };
+}
 
 function readTextGraph(file: string): GraphMatrix {
   return readEdgeList(
     file,
-    (t, lineNo) => {
-      if (t.length === 0) return undefined;
-      if (t.length !== 2)
-        throw new GraphFileError(file, lineNo, `the first line must be "V E", got ${t.length} fields`);
-      return [
-        parseInt32(file, lineNo, 'V (vertex count)', t[0], 1, MAX_V),
-        parseInt32(file, lineNo, 'E (edge count)', t[1], 0, Number.MAX_SAFE_INTEGER),
-      ];
-    },
+    textHeader(file),
     (t, lineNo, n) => {
       if (t.length === 0) return undefined;
       if (t.length !== 3) {
@@ -207,17 +278,7 @@ function readTextGraph(file: string): GraphMatrix {
 function readDimacsGraph(file: string): GraphMatrix {
   return readEdgeList(
     file,
-    (t, lineNo) => {
-      if (t.length === 0 || t[0] === 'c') return undefined;
-      if (t[0] === 'a') throw new GraphFileError(file, lineNo, 'an arc line before the "p sp V E" line');
-      if (t[0] !== 'p' || t.length !== 4 || t[1] !== 'sp') {
-        throw new GraphFileError(file, lineNo, `expected "p sp V E", got ${JSON.stringify(t.join(' '))}`);
-      }
-      return [
-        parseInt32(file, lineNo, 'V (vertex count)', t[2], 1, MAX_V),
-        parseInt32(file, lineNo, 'E (arc count)', t[3], 0, Number.MAX_SAFE_INTEGER),
-      ];
-    },
+    dimacsHeader(file),
     (t, lineNo, n) => {
       if (t.length === 0 || t[0] === 'c') return undefined;
       if (t[0] === 'p') throw new GraphFileError(file, lineNo, 'a second "p" line');
@@ -235,24 +296,31 @@ function readDimacsGraph(file: string): GraphMatrix {
   );
 }
 
+// The header n of a binary matrix file, checked.
+function binaryHeader(file: string, fd: number, size: number): number {
+  const head = Buffer.alloc(4);
+  if (size < 4 || fs.readSync(fd, head, 0, 4, 0) !== 4) {
+    throw new GraphFileError(file, 0, 'too short for the 4-byte header n');
+  }
+  const n = head.readInt32LE(0);
+  if (n < 1 || n > MAX_V) throw new GraphFileError(file, 0, `header n = ${n} is out of range (1…${MAX_V})`);
+  return n;
+}
+
 function readBinaryMatrix(file: string, what: 'weight' | 'distance'): GraphMatrix {
-  const fd = fs.openSync(file, 'r');
+  const { fd, size } = openToRead(file);
   try {
-    const size = fs.fstatSync(fd).size;
-    const head = Buffer.alloc(4);
-    if (size < 4 || fs.readSync(fd, head, 0, 4, 0) !== 4) {
-      throw new GraphFileError(file, 0, 'too short for the 4-byte header n');
-    }
-    const n = head.readInt32LE(0);
-    if (n < 1 || n > MAX_V) throw new GraphFileError(file, 0, `header n = ${n} is out of range (1…${MAX_V})`);
+    const n = binaryHeader(file, fd, size);
     const expected = 4 + 4 * n * n;
     if (size !== expected) {
       throw new GraphFileError(file, 0, `n = ${n} needs ${expected} bytes (4 + 4·n²), the file has ${size}`);
     }
-    const matrix = new Int32Array(n * n);
-    const bytes = new Uint8Array(matrix.buffer);
-    for (let off = 0; off < bytes.length;) {
-      const got = fs.readSync(fd, bytes, off, Math.min(CHUNK * 16, bytes.length - off), 4 + off);
+    const matrix = newMatrix(file, 0, n, false);
+    // A view per chunk: one Uint8Array over the whole matrix would pass the typed-array length limit
+    // from n = 32769 on (4·n² bytes).
+    for (let off = 0; off < matrix.byteLength;) {
+      const len = Math.min(CHUNK * 16, matrix.byteLength - off);
+      const got = fs.readSync(fd, new Uint8Array(matrix.buffer, off, len), 0, len, 4 + off);
       if (got === 0) throw new GraphFileError(file, 0, 'ended early');
       off += got;
     }
@@ -282,6 +350,33 @@ export function readGraph(file: string, options: { format?: GraphFormat } = {}):
   if (format === 'text') return readTextGraph(file);
   if (format === 'dimacs') return readDimacsGraph(file);
   return readBinaryMatrix(file, 'weight');
+}
+
+/**
+ * The vertex count a graph file announces (its header), without reading the rest: for a caller that
+ * must refuse a graph by its size before reading it all. The header is checked as {@link readGraph}
+ * checks it; the rest of the file is not.
+ * @internal
+ */
+export function readGraphHeader(file: string, options: { format?: GraphFormat } = {}): number {
+  if (typeof file !== 'string') throw typeError('file', 'a path string', file);
+  const format = checkFormat('options.format', options.format ?? graphFormatOf(file), GRAPH_FORMATS);
+  const { fd, size } = openToRead(file);
+  if (format === 'binary') {
+    try {
+      return binaryHeader(file, fd, size);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  const header = format === 'text' ? textHeader(file) : dimacsHeader(file);
+  let lastLine = 0;
+  for (const [line, lineNo] of fileLines(file, fd)) {
+    lastLine = lineNo;
+    const h = header(tokens(line), lineNo);
+    if (h !== undefined) return h[0];
+  }
+  throw new GraphFileError(file, lastLine, `no ${format === 'text' ? '"V E"' : '"p sp V E"'} line: the file is empty`);
 }
 
 /** Appends text to a file descriptor through a buffer of about 1 MiB. */
@@ -316,16 +411,19 @@ function writeBinary(file: string, matrix: Int32Array, n: number): void {
     const head = Buffer.alloc(4);
     head.writeInt32LE(n, 0);
     fs.writeSync(fd, head);
-    const bytes = new Uint8Array(matrix.buffer, matrix.byteOffset, matrix.byteLength);
-    for (let off = 0; off < bytes.length; off += CHUNK * 16) {
-      fs.writeSync(fd, bytes, off, Math.min(CHUNK * 16, bytes.length - off));
+    // A view per chunk, as in readBinaryMatrix.
+    for (let off = 0; off < matrix.byteLength; off += CHUNK * 16) {
+      const len = Math.min(CHUNK * 16, matrix.byteLength - off);
+      fs.writeSync(fd, new Uint8Array(matrix.buffer, matrix.byteOffset + off, len));
     }
   });
 }
 
 /**
  * Writes an n×n weight matrix as a graph file: every off-diagonal entry below `INF` becomes an edge
- * (text, DIMACS), or the matrix as is (binary). The format defaults to the one the extension suggests.
+ * (text, DIMACS; the diagonal is not stored and reads back as 0), or the matrix as is (binary). The
+ * format defaults to the one the extension suggests. It writes exactly what {@link readGraph} reads
+ * back: a RangeError refuses n above the readers' limit or an entry outside [0, INF].
  */
 export function writeGraph(file: string, weights: Int32Array, n: number, options: { format?: GraphFormat } = {}): void {
   if (typeof file !== 'string') throw typeError('file', 'a path string', file);
@@ -352,7 +450,8 @@ export function writeGraph(file: string, weights: Int32Array, n: number, options
 /**
  * Writes an n×n distance matrix: `text` is n lines of n space-separated values with `INF` for
  * unreachable pairs (the report's output); `binary` as for graphs. The format defaults to binary for a
- * `.bin` file and text otherwise.
+ * `.bin` file and text otherwise. Like {@link writeGraph}, it refuses what {@link readDistances} would:
+ * n above the readers' limit or an entry outside [0, INF].
  */
 export function writeDistances(
   file: string,
@@ -388,18 +487,30 @@ export function readDistances(file: string, options: { format?: MatrixFormat } =
   if (typeof file !== 'string') throw typeError('file', 'a path string', file);
   const format = checkFormat('options.format', options.format ?? matrixFormatOf(file), MATRIX_FORMATS);
   if (format === 'binary') return readBinaryMatrix(file, 'distance');
+  const { fd, size } = openToRead(file);
   let n = 0;
   let row = 0;
   let matrix: Int32Array | undefined;
   let lastLine = 0;
-  for (const [line, lineNo] of fileLines(file)) {
+  for (const [line, lineNo] of fileLines(file, fd)) {
     lastLine = lineNo;
     const t = tokens(line);
     if (t.length === 0) continue;
     if (matrix === undefined) {
       n = t.length;
       if (n > MAX_V) throw new GraphFileError(file, lineNo, `${n} columns: more than ${MAX_V}`);
-      matrix = new Int32Array(n * n);
+      // Each of the n rows holds n values of at least one character, separated and ended by one: a
+      // shorter file is refused before its n² matrix is allocated. (Small matrices are allocated
+      // anyway, so that the error names the line where the file goes wrong.)
+      const least = 2 * n * n - 1;
+      if (n > 1024 && size < least) {
+        throw new GraphFileError(
+          file,
+          lineNo,
+          `${n} columns imply ${n} rows, at least ${least} bytes; the file has ${size} (it ends early)`,
+        );
+      }
+      matrix = newMatrix(file, lineNo, n, false);
     }
     if (row >= n) throw new GraphFileError(file, lineNo, `more than the ${n} rows that ${n} columns imply`);
     if (t.length !== n) throw new GraphFileError(file, lineNo, `${t.length} values, expected ${n} (truncated line?)`);

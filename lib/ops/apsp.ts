@@ -1,36 +1,19 @@
 import { checkArray, type DeviceArray, empty } from '../array';
 import { abortError, AbortError, isCancelled, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
-import { INF } from './apsp-spec';
+import { APSP_MAX_N, apspBlockFactor, apspMethods, INF } from './apsp-spec';
 import { checkDevice } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
 import { canAccessPeer, checkDeviceIndex, peerCopy } from './peer';
-import { reduce, reduceAsync } from './scan';
+import { reduce } from './scan';
 
-export { INF };
-
-/** Largest vertex count {@link apsp} accepts (n² int32 is then 64 GiB). */
-export const APSP_MAX_N = 131072;
+export { APSP_MAX_N, apspBlockFactor, apspMethods, apspRounds, INF } from './apsp-spec';
 
 /**
  * Largest vertex count `apspDistributed` accepts: its matrix is spread over the ranks (n = 262144 is
  * 256 GiB of int32 in all), and the band kernels' tile counts and offsets stay in range up to there.
  */
 export const APSP_DIST_MAX_N = 262144;
-
-/**
- * The APSP variants (blocked Floyd–Warshall), in the order of native/apsp/methods.cc (the test suite
- * checks the two agree).
- *
- * - `basic`: the report's first design — one thread per element, global memory only, block factor
- *   up to 256 (`blockFactor`, default min(256, n)), one launch per k of phases 1 and 2.
- * - `shared`: the report's shared-memory design — 32×32 tiles, thread x along the columns so the
- *   tile reads are broadcasts or 32 consecutive words (no bank conflicts).
- * - `fast`: ours — pivot depth 128; the pivot block closed in shared memory, then the panels and the
- *   rest as min-plus tile products (128×128 tiles, 8×8 outputs per thread, cp.async slabs, DPX
- *   `VIADDMNMX` on sm_90).
- */
-export const apspMethods = ['basic', 'shared', 'fast'] as const;
 
 /**
  * A variant name, `auto` (`fast`), or `replicated`: with several {@link ApspOptions.devices}, the
@@ -43,26 +26,6 @@ export type ApspMethod = (typeof apspMethods)[number] | 'auto' | 'replicated';
  * `replicated` (method `replicated`).
  */
 export const apspMultiSchemes = ['band', 'replicated'] as const;
-
-const FIXED_FACTOR: Record<(typeof apspMethods)[number], number> = { basic: 0, shared: 32, fast: 128 };
-
-/** The block factor (pivot depth) a method runs with for n vertices: `basic` takes `requested`. */
-export function apspBlockFactor(method: (typeof apspMethods)[number], n: number, requested?: number): number {
-  const fixed = FIXED_FACTOR[method];
-  if (fixed) {
-    if (requested !== undefined && requested !== fixed) {
-      throw rangeError('options.blockFactor', `${fixed} for method ${method} (only basic takes others)`, requested);
-    }
-    return fixed;
-  }
-  if (requested === undefined) return Math.min(256, n);
-  return checkInteger('options.blockFactor', requested, 1, 256);
-}
-
-/** Rounds (pivot blocks) a run of `method` without paths makes for n vertices: ⌈n / block factor⌉. */
-export function apspRounds(method: (typeof apspMethods)[number], n: number, blockFactor?: number): number {
-  return Math.ceil(n / apspBlockFactor(method, n, blockFactor));
-}
 
 /** Options of {@link apsp}. */
 export interface ApspOptions {
@@ -338,11 +301,17 @@ export interface ApspAsyncOptions extends Omit<ApspOptions, 'onRound'>, Progress
  * with several devices; the last report comes when the result is complete) and checks `options.signal`.
  * `options.onRound` is not taken: use `onProgress`, which also works with several devices.
  *
+ * It computes on `dist` as it is at the call: before it returns, it queues the weight check
+ * (`validate`) and the copy of `dist` the run works on, so writing `dist` afterwards — even before the
+ * promise settles — changes neither the result nor the check, which covers exactly the matrix computed
+ * on. A weight outside [0, INF] rejects with the RangeError {@link apsp} throws, before any round runs
+ * (`options.out` may then hold the padded copy).
+ *
  * Rejects, never throws: TypeError/RangeError as {@link apsp} throws them, {@link CudaError}, or
  * {@link AbortError} within one round of the abort (the round in flight completes on the GPU; `dist`
- * is intact and `options.out` holds partial distances, usable at once). While it runs, `options.out`
- * is refused as an output of other calls and a `free()` of `dist` or `out` takes effect when it
- * settles. See docs/async.md.
+ * is intact and `options.out` holds partial distances, usable at once). From the call until it
+ * settles, `options.out` is refused as an output of other calls and a `free()` of it takes effect when
+ * it settles; `dist` may be written or freed at once. See docs/async.md.
  *
  * @example
  * ```ts
@@ -383,10 +352,6 @@ export async function apspAsync(
     // Awaited here: `local` is freed when this function returns.
     return await apspAsync(local, n, { ...options, devices: undefined });
   }
-  if (plan.validate) {
-    checkWeightRange(await reduceAsync(dist, 'min'), await reduceAsync(dist, 'max'));
-    throwIfAborted(signal, what);
-  }
   const device = plan.kind === 'multi' ? plan.devices[0] : dist.device;
   const out = plan.out ?? empty('int32', n * n, { device, shape: [n, n] });
   let next: DeviceArray<'int32'> | undefined;
@@ -414,30 +379,37 @@ export async function apspAsync(
     }
   };
   try {
+    // The native call queues, before it returns, everything that reads `dist` (the weight check and the
+    // copy the run works on), so later writes to `dist` cannot reach the run; the rounds follow on a
+    // pool thread only if the check passed, and it resolves to the [min, max] it found.
+    let range: [number, number] | undefined;
     if (plan.kind === 'multi') {
-      await native.apspRunMultiAsync(
+      range = await native.apspRunMultiAsync(
         dist.handle('dist'),
         out.handle('options.out'),
         n,
         plan.devices,
         plan.scheme,
         plan.viaHost,
+        plan.validate,
         token,
         progress,
       );
     } else {
       if (plan.paths) next = empty('int32', n * n, { device, shape: [n, n] });
-      await native.apspRunAsync(
+      range = await native.apspRunAsync(
         dist.handle('dist'),
         out.handle('options.out'),
         next ? next.handle('next') : null,
         n,
         plan.method,
         plan.factor,
+        plan.validate,
         token,
         progress,
       );
     }
+    if (range) checkWeightRange(range[0], range[1]);
     if (thrown) throw thrown.error;
     throwIfAborted(signal, `${what} (after ${done} of ${total} rounds)`);
   } catch (e) {

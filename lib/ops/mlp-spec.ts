@@ -64,6 +64,14 @@ export interface TrainOptions {
   batchSize?: number;
   /** Called after each epoch, e.g. to draw progress. */
   onEpoch?: (result: EpochResult) => void;
+  /**
+   * Check before training that X and T hold only finite numbers (default true): a single NaN or
+   * ±Infinity makes every weight and the momentum NaN within an epoch, silently. On the GPU it is one
+   * reduction of each on the device (after the conversion to float32, so a float64 beyond float32's
+   * range counts as Infinity); on the CPU a scan of the values. Pass false for inputs known to be
+   * finite. (A plain array holding anything but numbers is refused either way.)
+   */
+  validate?: boolean;
 }
 
 /** A network's weights as plain JSON (what `getWeights()` returns and `fromWeights` takes). */
@@ -161,7 +169,6 @@ export function packWeights(spec: ResolvedMlpSpec, params: ArrayLike<number>): M
   };
 }
 
-/** Checks a weights object and returns its spec fields and parameter vector (float64). */
 /**
  * The weights of `getWeights()` as one vector in the parameter layout (W_0, b_0, W_1, …), without
  * checking them: NaN stays NaN (for comparing a diverged run, which {@link unpackWeights} refuses).
@@ -170,9 +177,14 @@ export function flatWeights(w: MlpWeights): Float64Array {
   return Float64Array.from(w.weights.flatMap((layer, l) => [...layer, ...w.biases[l]]));
 }
 
+/**
+ * Checks a weights object and returns its spec fields and parameter vector (float64); with `float32`,
+ * also that every value stays finite as a float32 (for the GPU network).
+ */
 export function unpackWeights(
   w: MlpWeights,
   name = 'weights',
+  float32 = false,
 ): { layers: number[]; activation: MlpActivation; output: MlpOutput; params: Float64Array } {
   if (typeof w !== 'object' || w === null) throw typeError(name, 'an object from getWeights()', w);
   if (w.format !== 'cuda-kernels.mlp/1') throw rangeError(`${name}.format`, "'cuda-kernels.mlp/1'", w.format);
@@ -190,6 +202,9 @@ export function unpackWeights(
     for (let i = 0; i < length; i++) {
       const v: unknown = values[i];
       if (typeof v !== 'number' || !Number.isFinite(v)) throw rangeError(`${field}[${i}]`, 'a finite number', v);
+      // 1e39 would become Infinity on its way to a float32 network.
+      if (float32 && !Number.isFinite(Math.fround(v)))
+        throw rangeError(`${field}[${i}]`, 'a finite number within float32’s range (|w| ≤ 3.4028235e38)', v);
       params[off++] = v;
     }
   };
@@ -220,12 +235,68 @@ export function checkPatterns(layers: readonly number[], X: { length: number }, 
   return P;
 }
 
-/** Checks train options against P patterns; returns epochs and the batch size. */
-export function checkTrainOptions(options: TrainOptions, P: number): { epochs: number; batch: number } {
+/** Checks train options against P patterns; returns epochs, the batch size and whether to validate. */
+export function checkTrainOptions(
+  options: TrainOptions,
+  P: number,
+): { epochs: number; batch: number; validate: boolean } {
   if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
   const epochs = checkInteger('options.epochs', options.epochs, 1);
   const batch = checkInteger('options.batchSize', options.batchSize ?? P, 1, P);
   if (options.onEpoch !== undefined && typeof options.onEpoch !== 'function')
     throw typeError('options.onEpoch', 'a function', options.onEpoch);
-  return { epochs, batch };
+  const validate = options.validate ?? true;
+  if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
+  return { epochs, batch, validate };
+}
+
+/**
+ * `eta` and `alpha` as a training starts: they are plain fields a user may have set to anything since
+ * the construction. RangeError naming the field; returns them, for the training to use throughout.
+ */
+export function checkTrainRates(eta: unknown, alpha: unknown): { eta: number; alpha: number } {
+  for (const [name, value] of [
+    ['eta', eta],
+    ['alpha', alpha],
+  ] as const) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw rangeError(name, 'a finite number ≥ 0', value);
+  }
+  return { eta: eta as number, alpha: alpha as number };
+}
+
+/**
+ * Refuses host patterns that are not numbers: a plain array with an element that is not a number (a
+ * string or `undefined` would become NaN, or a number by accident, on the way to float32) and BigInt
+ * typed arrays. TypeError naming the element.
+ */
+export function checkPatternValues(name: string, data: unknown): void {
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array)
+    throw typeError(name, 'a typed array of numbers or an array of numbers', data);
+  if (!Array.isArray(data)) return;
+  for (let i = 0; i < data.length; i++) {
+    const v: unknown = data[i];
+    if (typeof v !== 'number') throw typeError(`${name}[${i}]`, 'a number', v);
+  }
+}
+
+/** Refuses host patterns holding NaN or ±Infinity (see {@link TrainOptions.validate}): RangeError naming the element. */
+export function checkFinitePatterns(name: string, data: ArrayLike<number>): void {
+  for (let i = 0; i < data.length; i++) {
+    if (!Number.isFinite(data[i]))
+      throw rangeError(`${name}[${i}]`, 'a finite number (or pass options.validate: false)', data[i]);
+  }
+}
+
+/**
+ * The error of device patterns whose sum (float64, from a reduction on the device) is `sum`: a sum of
+ * float32 values in float64 is finite exactly when every value is (no count of them that fits in memory
+ * can overflow float64).
+ */
+export function nonFiniteSumError(name: string, sum: number): RangeError | undefined {
+  if (Number.isFinite(sum)) return undefined;
+  return new RangeError(
+    `${name} must hold only finite numbers, but its sum on the device is ${sum}: it holds a NaN or ±Infinity ` +
+      '(a float64 beyond float32’s range counts as Infinity; pass options.validate: false to skip this check)',
+  );
 }

@@ -1,14 +1,17 @@
 import { checkArray, DeviceArray, empty, upload } from '../array';
 import { type AsyncOptions, holdArrays, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
 import {
+  checkPatternValues,
   checkPatterns,
   checkTrainOptions,
+  checkTrainRates,
   type EpochResult,
   type MlpActivation,
   mlpInitialParameters,
   type MlpOutput,
   type MlpSpec,
   type MlpWeights,
+  nonFiniteSumError,
   packWeights,
   type ResolvedMlpSpec,
   resolveMlpSpec,
@@ -21,6 +24,7 @@ import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '.
 import { asNcclError } from '../distributed/nccl';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
+import { reduce, reduceAsync } from './scan';
 import { EventTimer } from '../timing';
 
 /**
@@ -142,7 +146,7 @@ export class Mlp {
 
   /** A network on the GPU with the given weights (from `getWeights()`, either class's), momentum zero. */
   static fromWeights(weights: MlpWeights, options: MlpRunOptions): Mlp {
-    const w = unpackWeights(weights);
+    const w = unpackWeights(weights, 'weights', true);
     if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
     const net = new Mlp({ ...options, layers: w.layers, activation: w.activation, output: w.output });
     net.#live().copyFrom(Float32Array.from(w.params));
@@ -184,7 +188,9 @@ export class Mlp {
   /**
    * Trains for `options.epochs` epochs over the P patterns of X (P × nIn) and T (P × nOut), row by
    * row; returns each epoch's result (and passes it to `options.onEpoch`). Host data is uploaded once
-   * per call as float32.
+   * per call as float32. X and T are first checked to hold only finite numbers (one reduction of each
+   * on the device; `options.validate: false` skips it). `eta` and `alpha` are read, and checked, at the
+   * start of every epoch, so `onEpoch` may change them.
    *
    * With `options.comm`, training is data parallel: every rank calls `train` with its own shard of the
    * patterns and the same network options, its batches are its shard's, and after each batch the
@@ -199,19 +205,24 @@ export class Mlp {
    */
   train(X: MlpInput, T: MlpInput, options: MlpTrainOptions): EpochResult[] {
     const params = this.#live();
-    checkRate('eta', this.eta);
-    checkRate('alpha', this.alpha);
+    checkTrainRates(this.eta, this.alpha);
     const comm = options?.comm === undefined ? undefined : dataParallelHandle(options.comm, this.device);
     const { x, t, owned } = this.#inputs(X, T);
     try {
       const P = checkPatterns(this.layers, x, t);
-      const { epochs, batch } = checkTrainOptions(options, P);
+      const { epochs, batch, validate } = checkTrainOptions(options, P);
+      if (validate) {
+        const bad = nonFiniteSumError('X', reduce(x, 'sum')) ?? nonFiniteSumError('T', reduce(t as DeviceArray, 'sum'));
+        if (bad) throw bad;
+      }
       const workspace = this.#trainingWorkspace(batch);
       if (comm) dataParallelStart(comm, params, this.#momentum as DeviceArray<'float32'>, P, batch);
       const error = this.#error as DeviceArray<'float64'>;
       using timer = new EventTimer(this.device);
       const results: EpochResult[] = [];
       for (let e = 0; e < epochs; e++) {
+        // Read at every epoch, after the last onEpoch, which may change them (a schedule).
+        const rates = checkTrainRates(this.eta, this.alpha);
         error.fill(0);
         timer.start();
         native.mlpTrainEpoch(
@@ -219,6 +230,7 @@ export class Mlp {
             [params, this.#momentum as DeviceArray<'float32'>, workspace, x, t as DeviceArray<'float32'>, error],
             P,
             batch,
+            rates,
             comm,
             'Mlp.train',
           ),
@@ -287,6 +299,11 @@ export class Mlp {
    * `epochs`), and checks `options.signal`. With `options.comm` the ranks' start-up agreement is awaited
    * too instead of blocking.
    *
+   * It trains on X and T as they are at the call, with `eta` and `alpha` as they are then: host inputs
+   * are uploaded and device inputs copied on the device before it returns (so device inputs take their
+   * size in device memory again while it runs), and writing them or the fields afterwards does not
+   * change the training.
+   *
    * Rejects, never throws: TypeError/RangeError as {@link Mlp.train} throws them, {@link CudaError} (or
    * `NcclError` with `comm`), or {@link AbortError} after the epoch in flight when the signal aborts:
    * the network then holds the weights of the epochs completed (each counted in later `epoch` numbers)
@@ -303,15 +320,19 @@ export class Mlp {
   async trainAsync(X: MlpInput, T: MlpInput, options: MlpTrainAsyncOptions): Promise<EpochResult[]> {
     const what = 'Mlp.trainAsync';
     const params = this.#live();
-    checkRate('eta', this.eta);
-    checkRate('alpha', this.alpha);
+    // Taken at the call, like everything the epochs read: eta and alpha, and X and T (host data is
+    // uploaded, device arrays are copied on the device), so that later writes do not reach the training.
+    const rates = checkTrainRates(this.eta, this.alpha);
     const comm = options?.comm === undefined ? undefined : dataParallelHandle(options.comm, this.device);
     const { signal, onProgress } = resolveAsync(options, true);
     throwIfAborted(signal, what);
-    const { x, t, owned } = this.#inputs(X, T);
+    const { x, t, owned } = this.#inputs(X, T, true);
     try {
       const P = checkPatterns(this.layers, x, t);
-      const { epochs, batch } = checkTrainOptions(options, P);
+      const { epochs, batch, validate } = checkTrainOptions(options, P);
+      // Queued now, read before the first epoch is queued.
+      const sums = validate ? [reduceAsync(x, 'sum'), reduceAsync(t as DeviceArray, 'sum')] : [];
+      for (const p of sums) p.catch(() => {}); // awaited below, unless something throws first
       // A workspace of its own: the cached one of train() may be replaced meanwhile.
       using workspace = empty('float32', native.mlpWorkspace(...this.#args(), batch, this.streams, true), {
         device: this.device,
@@ -321,7 +342,7 @@ export class Mlp {
       if (comm) await dataParallelStartAsync(comm, params, momentum, P, batch);
       const release = holdArrays(
         what,
-        [x, t as DeviceArray<'float32'>],
+        [],
         [
           ['params', params],
           ['momentum', momentum],
@@ -330,6 +351,11 @@ export class Mlp {
         ],
       );
       try {
+        if (validate) {
+          const [sx, st] = await Promise.all(sums);
+          const bad = nonFiniteSumError('X', sx) ?? nonFiniteSumError('T', st);
+          if (bad) throw bad;
+        }
         using timer = new EventTimer(this.device);
         const results: EpochResult[] = [];
         for (let e = 0; e < epochs; e++) {
@@ -339,6 +365,7 @@ export class Mlp {
               [params, momentum, workspace, x, t as DeviceArray<'float32'>, error],
               P,
               batch,
+              rates,
               comm,
               what,
             ),
@@ -416,9 +443,8 @@ export class Mlp {
     try {
       const P = checkPatterns(this.layers, x, t);
       using y = empty('float32', P * (this.layers.at(-1) as number), { device: this.device });
-      const error = this.#error as DeviceArray<'float64'>;
-      await this.#forwardAsync(x, y, t as DeviceArray<'float32'>, P);
-      const [sum] = await error.toHost();
+      // The error comes back with the pass: the accumulator may be written again before a read here.
+      const sum = (await this.#forwardAsync(x, y, t as DeviceArray<'float32'>, P)) as number;
       throwIfAborted(signal, what);
       return sum;
     } finally {
@@ -431,9 +457,9 @@ export class Mlp {
     y: DeviceArray<'float32'>,
     t: DeviceArray<'float32'> | null,
     P: number,
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     using ws = this.#forwardWorkspace(P);
-    await native.mlpForwardAsync(...this.#forwardArgs(ws, x, y, t, P));
+    return await native.mlpForwardAsync(...this.#forwardArgs(ws, x, y, t, P));
   }
 
   #forward(x: DeviceArray<'float32'>, y: DeviceArray<'float32'>, t: DeviceArray<'float32'> | null, P: number): void {
@@ -453,6 +479,7 @@ export class Mlp {
     ],
     P: number,
     batch: number,
+    rates: { eta: number; alpha: number },
     comm: ReturnType<typeof dataParallelHandle> | undefined,
     what: string,
   ): Parameters<typeof native.mlpTrainEpoch> {
@@ -466,8 +493,8 @@ export class Mlp {
       ...this.#args(),
       P,
       batch,
-      this.eta,
-      this.alpha,
+      rates.eta,
+      rates.alpha,
       mlpMethods.indexOf(this.method),
       this.streams,
       comm?.handle(what),
@@ -502,15 +529,23 @@ export class Mlp {
   }
 
   // Device arrays for X and T: the caller's when they are on this device, else uploaded copies
-  // (listed in `owned`, freed by the caller).
+  // (listed in `owned`, freed by the caller). With `snapshot`, the caller's device arrays are copied
+  // too (on the device, queued now), for a call that reads them later, from a pool thread.
   #inputs(
     X: MlpInput,
     T?: MlpInput,
+    snapshot = false,
   ): { x: DeviceArray<'float32'>; t: DeviceArray<'float32'> | undefined; owned: DeviceArray[] } {
     const owned: DeviceArray[] = [];
+    const copy = (a: DeviceArray<'float32'>): DeviceArray<'float32'> => {
+      if (!snapshot || owned.includes(a)) return a;
+      const c = a.clone();
+      owned.push(c);
+      return c;
+    };
     try {
-      const x = this.#input('X', X, owned);
-      const t = T === undefined ? undefined : this.#input('T', T, owned);
+      const x = copy(this.#input('X', X, owned));
+      const t = T === undefined ? undefined : copy(this.#input('T', T, owned));
       return { x, t, owned };
     } catch (e) {
       for (const a of owned) a.free();
@@ -527,6 +562,7 @@ export class Mlp {
     const isTyped = ArrayBuffer.isView(value) && !(value instanceof DataView);
     if (!Array.isArray(value) && !isTyped)
       throw typeError(name, 'a float32 DeviceArray, a typed array or an array of numbers', value);
+    checkPatternValues(name, value);
     const host = value instanceof Float32Array ? value : Float32Array.from(value as ArrayLike<number>);
     // An empty input is uploaded too (as a 0-element array) so that checkPatterns gives its error.
     const arr =
@@ -561,9 +597,4 @@ export class Mlp {
       this.freed ? ' (freed)' : ''
     }`;
   }
-}
-
-function checkRate(name: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
-    throw rangeError(name, 'a finite number ≥ 0', value);
 }

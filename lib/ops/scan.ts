@@ -90,9 +90,10 @@ export function reduce(arr: DeviceArray, op: ReduceOp): number {
 }
 
 /**
- * {@link reduce} as a Promise: the reduction is queued after the work already queued on the array's
- * device and waited for on a libuv pool thread, so the JS thread keeps running (useful behind a long
- * call such as {@link stencilAsync}). Rejects, never throws: a TypeError/RangeError for bad
+ * {@link reduce} as a Promise: the reduction is queued before the call returns, after the work already
+ * queued on the array's device (so it reduces the array as it is at the call: writing it afterwards
+ * does not change the result), and waited for on a libuv pool thread, so the JS thread keeps running
+ * (useful behind a long call such as {@link stencilAsync}). Rejects, never throws: a TypeError/RangeError for bad
  * arguments (as {@link reduce} throws them), a {@link CudaError}, or an {@link AbortError} if
  * `options.signal` is aborted before the call or before the result is in (see docs/async.md).
  *

@@ -162,7 +162,9 @@ const STEP_TARGET_MS = 10;
  * 10 ms); between steps the call checks `options.signal` and reports `options.onProgress({ done, total })`
  * with the sweeps done and `maxIterations` (a run that converges ends with `done` = its iteration count).
  * Continuing a run from the previous step's grid gives exactly the grid of one uninterrupted run.
- * Runs longer than one step use a third grid-sized buffer besides `out` and `scratch`.
+ * The run starts from a copy of `grid` taken on the device at the call (a third grid-sized buffer
+ * besides `out` and `scratch`, which later steps reuse): writing `grid` after the call, even before
+ * the promise settles, does not change the result.
  *
  * Rejects, never throws: TypeError/RangeError as {@link stencil} throws them, {@link CudaError},
  * or {@link AbortError} (at the first step boundary after the abort; `grid` is intact, and `out` and
@@ -195,19 +197,22 @@ export async function stencilAsync<G extends DeviceArray<'float32' | 'float64'>>
   try {
     const a = options.out ?? own(alloc());
     const b = options.scratch ?? own(alloc());
-    // A step continues from the previous step's grid into the two buffers it is not in.
-    const c = plan.maxIterations > plan.checkEvery ? own(alloc()) : undefined;
-    const buffers = c ? [a, b, c] : [a, b];
+    // The steps run later, on a pool thread: the first reads a copy of `grid` queued here, at the call,
+    // so that writes to `grid` after the call cannot reach the run. A step continues from the previous
+    // step's grid into the two buffers it is not in.
+    const c = own(alloc());
+    copyDevice(c, grid);
+    const buffers = [a, b, c];
     const names = new Map<DeviceArray, string>([
       [a, options.out ? 'options.out' : 'a'],
       [b, options.scratch ? 'options.scratch' : 'b'],
     ]);
     const release = holdArrays(
       what,
-      [grid],
+      [],
       buffers.map((x) => [names.get(x) ?? 'c', x]),
     );
-    let source: DeviceArray = grid;
+    let source: DeviceArray = c;
     let done = 0;
     let residual = NaN;
     let step = plan.checkEvery;

@@ -103,6 +103,37 @@ cudaError_t launchUnpadRows(const int32_t* band, int32_t* out, int64_t n, int64_
 cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,
                 cudaStream_t stream, const Progress& progress);
 
+// run() in two halves, for apspAsync: pad() queues the only reads of `in` (its copy into the padded
+// workspace, or into `out` when n needs no padding) on the calling thread, so that the run computes on
+// `in` as it is then, whatever is queued after; rounds() queues the rounds and the unpadding, on any
+// thread, and waits between rounds when `progress` is set — spinning, or asleep on cudaEventBlockingSync
+// events with `sleep` (a pool thread that waits for minutes). The workspace goes back to the pool, in
+// stream order, when the object dies.
+class PaddedRun {
+ public:
+  PaddedRun(RoundFn round, int factor, int32_t* out, int32_t* nextOut, int64_t n, cudaStream_t stream,
+            bool sleep);
+  ~PaddedRun();
+  PaddedRun(const PaddedRun&) = delete;
+  PaddedRun& operator=(const PaddedRun&) = delete;
+
+  cudaError_t pad(const int32_t* in);
+  // After a successful pad(); at most once.
+  cudaError_t rounds(const Progress& progress);
+
+ private:
+  RoundFn round_;
+  int factor_;
+  int32_t* out_;
+  int32_t* nextOut_;
+  int64_t n_, np_;
+  cudaStream_t stream_;
+  bool sleep_;
+  int32_t *d_ = nullptr, *next_ = nullptr, *hops_ = nullptr;
+  bool ownsD_ = false, ownsNext_ = false;
+  cudaEvent_t events_[2] = {nullptr, nullptr};
+};
+
 // random_graph.cu. Fills `out` (n×n) with a random weighted digraph: each off-diagonal entry is an edge with
 // probability `density`, of weight uniform in [minWeight, maxWeight], else kInf; the diagonal is 0.
 // Depends only on `seed`.

@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/method_names.h"
+#include "scan/queued_reduce.h"
 
 namespace ck {
 
@@ -109,33 +111,81 @@ apsp::Progress roundHook(const CancelFlag& cancel, const GpuTask::Report& report
   };
 }
 
-// apspRunAsync(dist, out, next | null, n, methodIndex, blockFactor, token | undefined,
-// progress | undefined) -> Promise<void>: the run on a pool thread, which waits for each round (with
-// the next one queued) to check the token and report progress.
+bool validateArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsBoolean())
+    throw Napi::TypeError::New(info.Env(), "validate must be a boolean");
+  return info[i].As<Napi::Boolean>().Value();
+}
+
+// apspAsync's check that every weight is in [0, INF]: the min and max of `dist`, queued at the call
+// before the run's padding (so they cover exactly the matrix the run computes on) and read on the pool
+// thread before any round is queued.
+struct WeightCheck {
+  std::unique_ptr<scan::QueuedReductions> queued;  // null: not asked for
+  double lo = 0, hi = 0;
+
+  WeightCheck(bool validate, const DeviceBuffer& dist, cudaStream_t stream) {
+    if (validate)
+      queued = std::make_unique<scan::QueuedReductions>(
+          dist.ptr, Dtype::Int32, dist.length,
+          std::vector<scan::ReduceOp>{scan::ReduceOp::Min, scan::ReduceOp::Max}, stream);
+  }
+  // Pool thread: whether the rounds may run (no check asked for, or every weight in range).
+  bool passes() {
+    if (!queued) return true;
+    const std::vector<double> v = queued->wait();
+    lo = v[0];
+    hi = v[1];
+    return lo >= 0 && hi <= apsp::kInf;
+  }
+  // What the promise resolves to: [min, max] when checked (lib/ops/apsp.ts turns a range outside
+  // [0, INF] into the RangeError of the blocking form), else undefined.
+  Napi::Value settle(Napi::Env env) const {
+    if (!queued) return env.Undefined();
+    Napi::Array range = Napi::Array::New(env, 2);
+    range.Set(0u, Napi::Number::New(env, lo));
+    range.Set(1u, Napi::Number::New(env, hi));
+    return range;
+  }
+};
+
+// apspRunAsync(dist, out, next | null, n, methodIndex, blockFactor, validate, token | undefined,
+// progress | undefined) -> Promise<[min, max] | undefined>. Here, on the JS thread, it queues what reads
+// `dist` (the weight check when `validate`, and the padding into the run's workspace), so the run
+// computes on `dist` as it is at the call and a write queued later cannot reach it; the pool thread then
+// checks the weights (no round runs when one is outside [0, INF]), queues the rounds and waits for each
+// (with the next one queued) to check the token and report progress, asleep.
 Napi::Value apspRunAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const RunArgs a = parseRun(info);
-  const CancelFlag cancel = unwrapCancel(info.Length() > 6 ? info[6] : env.Undefined(), "token");
-  const Napi::Value progress = info.Length() > 7 ? info[7] : env.Undefined();
+  const bool validate = validateArg(info, 6);
+  const CancelFlag cancel = unwrapCancel(info.Length() > 7 ? info[7] : env.Undefined(), "token");
+  const Napi::Value progress = info.Length() > 8 ? info[8] : env.Undefined();
   if (!progress.IsUndefined() && !progress.IsFunction())
     throw Napi::TypeError::New(env, "progress must be a function");
   return guard(env, [&]() -> Napi::Value {
     cudaStream_t stream = libraryStream(a.in->device);
-    std::vector<GpuTask::Array> arrays{{info[0], a.in, false}, {info[1], a.out, true}};
+    // `dist` is not held: nothing reads it after this call, and its free() is ordered after the reads.
+    std::vector<GpuTask::Array> arrays{{info[1], a.out, true}};
     if (a.next) arrays.push_back({info[2], a.next, true});
-    const apsp::RoundFn round = a.round();
-    const int factor = a.roundFactor();
-    const int32_t* in = a.in->as<const int32_t>();
-    int32_t* out = a.out->as<int32_t>();
-    int32_t* next = a.next ? a.next->as<int32_t>() : nullptr;
-    const int64_t n = a.n;
     const std::string what = std::string("apsp ") + a.m->name;
+    auto weights = std::make_shared<WeightCheck>(validate, *a.in, stream);
+    auto run = std::make_shared<std::unique_ptr<apsp::PaddedRun>>(
+        std::make_unique<apsp::PaddedRun>(a.round(), a.roundFactor(), a.out->as<int32_t>(),
+                                          a.next ? a.next->as<int32_t>() : nullptr, a.n, stream, true));
+    check((*run)->pad(a.in->as<const int32_t>()), what.c_str());
     return GpuTask::start(
         env, "apspAsync", a.in->device, arrays,
         [=](const GpuTask::Report& report) {
-          check(apsp::run(round, factor, in, out, next, n, stream, roundHook(cancel, report)), what.c_str());
+          // The workspace goes back here, with the device current, however the body ends.
+          struct Done {
+            std::unique_ptr<apsp::PaddedRun>& run;
+            ~Done() { run.reset(); }
+          } done{*run};
+          if (!weights->passes()) return;
+          check((*run)->rounds(roundHook(cancel, report)), what.c_str());
         },
-        nullptr, progress);
+        [weights](Napi::Env e) { return weights->settle(e); }, progress);
   });
 }
 
@@ -199,28 +249,34 @@ Napi::Value apspRunMulti(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// apspRunMultiAsync(dist, out, n, devices, scheme, viaHost, token | undefined, progress | undefined)
-// -> Promise<void>: the multi-GPU run on a pool thread, checking the token and reporting each round.
+// apspRunMultiAsync(dist, out, n, devices, scheme, viaHost, validate, token | undefined,
+// progress | undefined) -> Promise<[min, max] | undefined>: as apspRunAsync, with several devices: the
+// weight check and the copies of `dist` into the bands are queued here, the rest on a pool thread.
 Napi::Value apspRunMultiAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const MultiArgs a = parseMulti(info);
-  const CancelFlag cancel = unwrapCancel(info.Length() > 6 ? info[6] : env.Undefined(), "token");
-  const Napi::Value progress = info.Length() > 7 ? info[7] : env.Undefined();
+  const bool validate = validateArg(info, 6);
+  const CancelFlag cancel = unwrapCancel(info.Length() > 7 ? info[7] : env.Undefined(), "token");
+  const Napi::Value progress = info.Length() > 8 ? info[8] : env.Undefined();
   if (!progress.IsUndefined() && !progress.IsFunction())
     throw Napi::TypeError::New(env, "progress must be a function");
   return guard(env, [&]() -> Napi::Value {
     useDevice(a.out->device);  // a bad device fails here, not on the pool thread
-    const int32_t* in = a.in->as<const int32_t>();
-    const int inDevice = a.in->device;
-    int32_t* out = a.out->as<int32_t>();
-    const MultiArgs copy = a;
+    auto weights = std::make_shared<WeightCheck>(validate, *a.in, libraryStream(a.in->device));
+    auto run = std::make_shared<std::unique_ptr<apsp::MultiRun>>(
+        std::make_unique<apsp::MultiRun>(a.scheme, a.in->as<const int32_t>(), a.in->device,
+                                         a.out->as<int32_t>(), a.n, a.devices, a.viaHost, true));
     return GpuTask::start(
-        env, "apspAsync", a.out->device, {{info[0], a.in, false}, {info[1], a.out, true}},
+        env, "apspAsync", a.out->device, {{info[1], a.out, true}},
         [=](const GpuTask::Report& report) {
-          apsp::runMulti(copy.scheme, in, inDevice, out, copy.n, copy.devices, copy.viaHost,
-                         roundHook(cancel, report));
+          struct Done {
+            std::unique_ptr<apsp::MultiRun>& run;
+            ~Done() { run.reset(); }  // waits for what was queued, on this thread, however the body ends
+          } done{*run};
+          if (!weights->passes()) return;
+          (*run)->finish(roundHook(cancel, report));
         },
-        nullptr, progress);
+        [weights](Napi::Env e) { return weights->settle(e); }, progress);
   });
 }
 

@@ -47,9 +47,10 @@ struct Gpu {
   Band band(int64_t np) const { return Band{m, tile0, tiles, np}; }
 };
 
-cudaEvent_t newEvent() {
+// `sleep`: an event a host thread waits on asleep (cudaEventBlockingSync) rather than spinning.
+cudaEvent_t newEvent(bool sleep = false) {
   cudaEvent_t e = nullptr;
-  CK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | (sleep ? cudaEventBlockingSync : 0u)));
   return e;
 }
 
@@ -60,6 +61,7 @@ struct Run {
   int32_t* stage = nullptr;  // pinned host staging (viaHost)
   int64_t n = 0, np = 0, tiles = 0;
   bool viaHost = false;
+  bool sleep = false;  // host waits asleep (apspAsync's pool thread) rather than spinning
   const Progress* progress = nullptr;
 
   ~Run() {
@@ -106,7 +108,7 @@ void Run::roundQueued(int64_t k) {
   for (Gpu& g : gpus) {
     if (g.tiles == 0) continue;
     useDevice(g.dev);
-    if (g.round[slot] == nullptr) g.round[slot] = newEvent();
+    if (g.round[slot] == nullptr) g.round[slot] = newEvent(sleep);
     CK_CUDA(cudaEventRecord(g.round[slot], g.main));
   }
   if (k == 0) return;
@@ -314,16 +316,42 @@ void bandOf(int64_t tiles, int gpus, int index, int64_t* first, int64_t* count) 
   *first = index * base + std::min<int64_t>(index, extra);
 }
 
-void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
-              const std::vector<int>& devices, bool viaHost, const Progress& progress) {
+// Waits on the host for the work queued so far on `stream` (of the current device), asleep with `sleep`.
+static void waitFor(cudaStream_t stream, bool sleep) {
+  if (!sleep) {
+    CK_CUDA(cudaStreamSynchronize(stream));
+    return;
+  }
+  struct Event {
+    cudaEvent_t e = newEvent(true);
+    ~Event() { cudaEventDestroy(e); }
+  } ev;
+  CK_CUDA(cudaEventRecord(ev.e, stream));
+  CK_CUDA(cudaEventSynchronize(ev.e));
+}
+
+struct MultiRun::State {
+  Run r;
+  MultiScheme scheme = MultiScheme::Band;
+  int32_t* out = nullptr;
+  int outDevice = 0;
+  bool finished = false;
+};
+
+MultiRun::MultiRun(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
+                   const std::vector<int>& devices, bool viaHost, bool sleep)
+    : s_(std::make_unique<State>()) {
   if (devices.empty() || n < 1 || n > kMaxN)
     throw CudaFailure("cudaErrorInvalidValue", "apsp multi", "need at least one device and 1 <= n <= 131072");
-  Run r;
+  Run& r = s_->r;
+  s_->scheme = scheme;
+  s_->out = out;
+  s_->outDevice = devices[0];
   r.n = n;
   r.np = (n + kT - 1) / kT * kT;
   r.tiles = r.np / kT;
   r.viaHost = viaHost;
-  r.progress = &progress;
+  r.sleep = sleep;
   const int64_t np = r.np;
   const bool replicated = scheme == MultiScheme::Replicated;
   const int outDevice = devices[0];
@@ -380,6 +408,23 @@ void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out,
     check(launchPadRows(src, g.m, n, np, row0, rows, g.main), "apsp multi pad");
     CK_CUDA(cudaEventRecord(g.padded, g.main));
   }
+  // Later writers of `in` (queued on its stream after this call) wait until every band has read it.
+  useDevice(inDevice);
+  for (Gpu& g : r.gpus)
+    if (g.tiles > 0) CK_CUDA(cudaStreamWaitEvent(inStream, g.padded, 0));
+}
+
+MultiRun::~MultiRun() = default;
+
+void MultiRun::finish(const Progress& progress) {
+  if (s_->finished) throw CudaFailure("cudaErrorInvalidValue", "apsp multi", "the run was finished already");
+  s_->finished = true;
+  Run& r = s_->r;
+  r.progress = &progress;
+  const int64_t n = r.n, np = r.np;
+  const bool replicated = s_->scheme == MultiScheme::Replicated;
+  const int outDevice = s_->outDevice;
+  int32_t* out = s_->out;
 
   if (replicated)
     runReplicated(r);
@@ -410,11 +455,18 @@ void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out,
   for (Gpu& g : r.gpus) {
     if (g.tiles == 0) continue;
     useDevice(g.dev);
-    CK_CUDA(cudaStreamSynchronize(g.hi));
-    CK_CUDA(cudaStreamSynchronize(g.main));
+    waitFor(g.hi, r.sleep);
+    waitFor(g.main, r.sleep);
   }
+  r.progress = nullptr;
   if (progress) progress(static_cast<int>(r.tiles), static_cast<int>(r.tiles));
   // The input's and output's library streams: nothing of this run is left on them after the waits above.
+}
+
+void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
+              const std::vector<int>& devices, bool viaHost, const Progress& progress) {
+  MultiRun run(scheme, in, inDevice, out, n, devices, viaHost, false);
+  run.finish(progress);
 }
 
 }  // namespace apsp

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "apsp/apsp.h"
@@ -55,6 +56,27 @@ void bandPhase3(const Band& b, int64_t k, const int32_t* panel, int64_t aheadRow
 // stops the run (`out` is then left as it was) and propagates once the queued work is done.
 void runMulti(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
               const std::vector<int>& devices, bool viaHost, const Progress& progress = nullptr);
+
+// runMulti in two halves, for apspAsync: the constructor queues, on the calling thread, the only reads of
+// `in` (its rows copied into every device's band) and orders later work on `in`'s library stream after
+// them, so the run computes on `in` as it is then, whatever is queued after; finish() queues the rounds
+// and the gather and waits for them as runMulti does — asleep on cudaEventBlockingSync events with
+// `sleep` (a pool thread that waits for minutes). Both throw CudaFailure.
+class MultiRun {
+ public:
+  MultiRun(MultiScheme scheme, const int32_t* in, int inDevice, int32_t* out, int64_t n,
+           const std::vector<int>& devices, bool viaHost, bool sleep);
+  ~MultiRun();
+  MultiRun(const MultiRun&) = delete;
+  MultiRun& operator=(const MultiRun&) = delete;
+
+  // At most once.
+  void finish(const Progress& progress = nullptr);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace apsp
 }  // namespace ck

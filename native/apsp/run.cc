@@ -11,89 +11,97 @@
 
 namespace ck {
 namespace apsp {
-namespace {
+
+PaddedRun::PaddedRun(RoundFn round, int factor, int32_t* out, int32_t* nextOut, int64_t n,
+                     cudaStream_t stream, bool sleep)
+    : round_(round),
+      factor_(factor),
+      out_(out),
+      nextOut_(nextOut),
+      n_(n),
+      np_(factor >= 1 ? ceilDiv(n, factor) * factor : n),
+      stream_(stream),
+      sleep_(sleep),
+      d_(out),
+      next_(nextOut) {}
 
 // Frees the padded workspace and the progress events on every exit, exceptions from the progress
 // callback included. Frees are stream-ordered, after the work already queued.
-struct RunResources {
-  cudaStream_t stream = nullptr;
-  int32_t* d = nullptr;
-  int32_t* next = nullptr;
-  int32_t* hops = nullptr;
-  bool ownsD = false, ownsNext = false;
-  cudaEvent_t events[2] = {nullptr, nullptr};
-  ~RunResources() {
-    if (ownsD && d) poolFree(d, stream);
-    if (ownsNext && next) poolFree(next, stream);
-    if (hops) poolFree(hops, stream);
-    for (cudaEvent_t e : events)
-      if (e) cudaEventDestroy(e);
-  }
-};
+PaddedRun::~PaddedRun() {
+  if (ownsD_ && d_) poolFree(d_, stream_);
+  if (ownsNext_ && next_) poolFree(next_, stream_);
+  if (hops_) poolFree(hops_, stream_);
+  for (cudaEvent_t e : events_)
+    if (e) cudaEventDestroy(e);
+}
 
-}  // namespace
-
-cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,
-                cudaStream_t stream, const Progress& progress) {
-  if (n < 1 || n > kMaxN || factor < 1) return cudaErrorInvalidValue;
-  const int64_t np = ceilDiv(n, factor) * factor;
-  const int64_t rounds = np / factor;
-  RunResources res;
-  res.stream = stream;
-  res.d = out;
-  res.next = nextOut;
-  const size_t bytes = static_cast<size_t>(np) * np * sizeof(int32_t);
-  if (np != n) {
-    cudaError_t err = poolMalloc(&res.d, bytes, stream);
+cudaError_t PaddedRun::pad(const int32_t* in) {
+  if (n_ < 1 || n_ > kMaxN || factor_ < 1) return cudaErrorInvalidValue;
+  const size_t bytes = static_cast<size_t>(np_) * np_ * sizeof(int32_t);
+  if (np_ != n_) {
+    cudaError_t err = poolMalloc(&d_, bytes, stream_);
     if (err != cudaSuccess) return err;
-    res.ownsD = true;
-    if (nextOut) {
-      err = poolMalloc(&res.next, bytes, stream);
+    ownsD_ = true;
+    if (nextOut_) {
+      err = poolMalloc(&next_, bytes, stream_);
       if (err != cudaSuccess) return err;
-      res.ownsNext = true;
+      ownsNext_ = true;
     }
   }
-  if (nextOut) {
-    const cudaError_t err = poolMalloc(&res.hops, bytes, stream);
+  if (nextOut_) {
+    const cudaError_t err = poolMalloc(&hops_, bytes, stream_);
     if (err != cudaSuccess) return err;
   }
-  cudaError_t err = launchPad(in, res.d, res.next, res.hops, n, np, stream);
-  if (err != cudaSuccess) return err;
+  return launchPad(in, d_, next_, hops_, n_, np_, stream_);
+}
 
+cudaError_t PaddedRun::rounds(const Progress& progress) {
+  const int64_t rounds = np_ / factor_;
+  cudaError_t err = cudaSuccess;
   if (progress) {
-    for (cudaEvent_t& e : res.events) {
-      err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    const unsigned flags = cudaEventDisableTiming | (sleep_ ? cudaEventBlockingSync : 0u);
+    for (cudaEvent_t& e : events_) {
+      err = cudaEventCreateWithFlags(&e, flags);
       if (err != cudaSuccess) return err;
     }
   }
   for (int64_t r = 0; r < rounds; ++r) {
-    err = round(res.d, res.next, res.hops, np, factor, r, stream);
+    err = round_(d_, next_, hops_, np_, factor_, r, stream_);
     if (err != cudaSuccess) return err;
     if (progress) {
       // Round r is queued behind round r − 1: wait for r − 1 only, so the GPU never runs dry.
-      err = cudaEventRecord(res.events[r % 2], stream);
+      err = cudaEventRecord(events_[r % 2], stream_);
       if (err != cudaSuccess) return err;
       if (r > 0) {
-        err = cudaEventSynchronize(res.events[(r - 1) % 2]);
+        err = cudaEventSynchronize(events_[(r - 1) % 2]);
         if (err != cudaSuccess) return err;
         progress(static_cast<int>(r), static_cast<int>(rounds));
       }
     }
   }
-  if (np != n) {
-    err = launchUnpad(res.d, out, n, np, stream);
+  if (np_ != n_) {
+    err = launchUnpad(d_, out_, n_, np_, stream_);
     if (err != cudaSuccess) return err;
-    if (nextOut) {
-      err = launchUnpad(res.next, nextOut, n, np, stream);
+    if (nextOut_) {
+      err = launchUnpad(next_, nextOut_, n_, np_, stream_);
       if (err != cudaSuccess) return err;
     }
   }
   if (progress) {
-    err = cudaEventSynchronize(res.events[(rounds - 1) % 2]);
+    // The unpadding is queued after the last round's event: wait for all of it.
+    err = cudaEventRecord(events_[(rounds - 1) % 2], stream_);
+    if (err == cudaSuccess) err = cudaEventSynchronize(events_[(rounds - 1) % 2]);
     if (err != cudaSuccess) return err;
     progress(static_cast<int>(rounds), static_cast<int>(rounds));
   }
   return cudaSuccess;
+}
+
+cudaError_t run(RoundFn round, int factor, const int32_t* in, int32_t* out, int32_t* nextOut, int64_t n,
+                cudaStream_t stream, const Progress& progress) {
+  PaddedRun r(round, factor, out, nextOut, n, stream, false);
+  const cudaError_t err = r.pad(in);
+  return err == cudaSuccess ? r.rounds(progress) : err;
 }
 
 }  // namespace apsp

@@ -30,7 +30,9 @@ constexpr int kGemmThreads = 256;  // 16 × 16 threads, 4 × 4 outputs each
 // epilogue. op(A) = A (M×K, lda) or, with TA, Aᵀ where A is stored K×M; op(B) = B (K×N, ldb) or,
 // with TB, Bᵀ where B is stored N×K. Tiles of kTile × kTile outputs, kTileK deep, staged in shared
 // memory k-major; thread (ty, tx) owns rows ty + 16i and columns tx + 16j, so the shared reads are
-// broadcasts (A) and 16 consecutive words (B), and the epilogue's stores are coalesced.
+// broadcasts (A) and 16 consecutive words (B), and the epilogue's stores are coalesced. The column tiles
+// are walked with a stride of gridDim.y: grid.y stops at 65535, 4,194,240 columns, while a layer may
+// be up to 2^31 − 1 wide.
 
 template <bool TA, bool TB, class Epilogue>
 __global__ void __launch_bounds__(kGemmThreads)
@@ -39,46 +41,49 @@ __global__ void __launch_bounds__(kGemmThreads)
   __shared__ float As[kTileK][kTile + 4];
   __shared__ float Bs[kTileK][kTile + 4];
   const int t = threadIdx.x, tx = t % 16, ty = t / 16;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile, n0 = static_cast<int64_t>(blockIdx.y) * kTile;
-  float acc[4][4] = {};
-  for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      // Consecutive threads read consecutive addresses of whichever layout A and B have.
-      const int am = TA ? t % kTile : t / kTileK + 16 * i, ak = TA ? t / kTile + 4 * i : t % kTileK;
-      const int64_t gm = m0 + am, gak = k0 + ak;
-      float a = 0.0f;
-      if (gm < M && gak < K) a = TA ? A[gak * lda + gm] : A[gm * lda + gak];
-      As[ak][am] = a;
-      const int bn = TB ? t / kTileK + 16 * i : t % kTile, bk = TB ? t % kTileK : t / kTile + 4 * i;
-      const int64_t gn = n0 + bn, gbk = k0 + bk;
-      float b = 0.0f;
-      if (gn < N && gbk < K) b = TB ? B[gn * ldb + gbk] : B[gbk * ldb + gn];
-      Bs[bk][bn] = b;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kTileK; ++k) {
-      float a[4], b[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = As[k][ty + 16 * i];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) b[j] = Bs[k][tx + 16 * j];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile;
   float err = 0.0f;
+  for (int64_t n0 = static_cast<int64_t>(blockIdx.y) * kTile; n0 < N;
+       n0 += static_cast<int64_t>(gridDim.y) * kTile) {
+    float acc[4][4] = {};
+    for (int64_t k0 = 0; k0 < K; k0 += kTileK) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i) {
+        // Consecutive threads read consecutive addresses of whichever layout A and B have.
+        const int am = TA ? t % kTile : t / kTileK + 16 * i, ak = TA ? t / kTile + 4 * i : t % kTileK;
+        const int64_t gm = m0 + am, gak = k0 + ak;
+        float a = 0.0f;
+        if (gm < M && gak < K) a = TA ? A[gak * lda + gm] : A[gm * lda + gak];
+        As[ak][am] = a;
+        const int bn = TB ? t / kTileK + 16 * i : t % kTile, bk = TB ? t % kTileK : t / kTile + 4 * i;
+        const int64_t gn = n0 + bn, gbk = k0 + bk;
+        float b = 0.0f;
+        if (gn < N && gbk < K) b = TB ? B[gn * ldb + gbk] : B[gbk * ldb + gn];
+        Bs[bk][bn] = b;
+      }
+      __syncthreads();
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t r = m0 + ty + 16 * i, c = n0 + tx + 16 * j;
-      if (r < M && c < N) err += ep(r, c, acc[i][j]);
+      for (int k = 0; k < kTileK; ++k) {
+        float a[4], b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = As[k][ty + 16 * i];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b[j] = Bs[k][tx + 16 * j];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+      __syncthreads();
     }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t r = m0 + ty + 16 * i, c = n0 + tx + 16 * j;
+        if (r < M && c < N) err += ep(r, c, acc[i][j]);
+      }
+  }
   if constexpr (Epilogue::kError) {
     const float sum = blockSum(err);
     if (t == 0 && ep.error != nullptr && sum != 0.0f) atomicAdd(ep.error, static_cast<double>(sum));
@@ -90,7 +95,7 @@ void launchGemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, co
                 const Epilogue& ep, cudaStream_t stream) {
   if (M == 0 || N == 0) return;
   const dim3 grid(static_cast<unsigned>((M + kTile - 1) / kTile),
-                  static_cast<unsigned>((N + kTile - 1) / kTile));
+                  static_cast<unsigned>(std::min<int64_t>((N + kTile - 1) / kTile, 65535)));
   tileGemm<TA, TB, Epilogue><<<grid, kGemmThreads, 0, stream>>>(M, N, K, A, lda, B, ldb, ep);
   CK_CUDA(cudaGetLastError());
 }

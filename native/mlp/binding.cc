@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/method_names.h"
+#include "core/transfer.h"
 #include "mlp/methods.h"
 #include "mlp/mlp.h"
 
@@ -266,25 +268,80 @@ Napi::Value mlpForward(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// mlpForwardAsync(same arguments) -> Promise<void>: the forward pass (`error` set to 0 first when
-// given) and the wait for it on a pool thread.
+// A forward pass queued at the call (mlpForwardAsync): the event a pool thread sleeps on until it is
+// done, and, with targets, its error copied back to pinned memory at the call too, so that nothing
+// queued later (a training that resets the accumulator) can change the value the promise resolves to.
+class QueuedForward {
+ public:
+  QueuedForward(cudaStream_t stream, const double* error) {
+    CK_CUDA(cudaGetDevice(&device_));
+    try {
+      if (error) {
+        host_ = stagingAcquire(sizeof(double));
+        CK_CUDA(cudaMemcpyAsync(host_->ptr, error, sizeof(double), cudaMemcpyDeviceToHost, stream));
+      }
+      CK_CUDA(cudaEventCreateWithFlags(&done_, cudaEventBlockingSync | cudaEventDisableTiming));
+      CK_CUDA(cudaEventRecord(done_, stream));
+    } catch (...) {
+      cudaStreamSynchronize(stream);  // a failure path: the copy into the block may be queued
+      release();
+      throw;
+    }
+  }
+  ~QueuedForward() {
+    if (!waited_ && done_) cudaEventSynchronize(done_);  // never waited for: the DMA may be in flight
+    release();
+  }
+  QueuedForward(const QueuedForward&) = delete;
+  QueuedForward& operator=(const QueuedForward&) = delete;
+
+  // Pool thread: sleeps until the pass is done. Throws CudaFailure.
+  void wait() {
+    waited_ = true;
+    check(cudaEventSynchronize(done_), "cudaEventSynchronize(forward)");
+    if (host_) std::memcpy(&error_, host_->ptr, sizeof error_);
+  }
+  Napi::Value settle(Napi::Env env) const { return host_ ? Napi::Number::New(env, error_) : env.Undefined(); }
+
+ private:
+  void release() {
+    if (host_) stagingRelease(host_);
+    host_ = nullptr;
+    if (done_) {
+      DeviceRestore restore;
+      if (cudaSetDevice(device_) == cudaSuccess) cudaEventDestroy(done_);
+      done_ = nullptr;
+    }
+    cudaGetLastError();
+  }
+
+  int device_ = 0;
+  Staging* host_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+  double error_ = 0;
+  bool waited_ = false;
+};
+
+// mlpForwardAsync(same arguments) -> Promise<number | undefined>: the forward pass (`error` set to 0
+// first when given) queued here, on the JS thread, so that it reads the weights and X (and T) as they
+// are at the call; a pool thread sleeps until it is done. Resolves to the error (½Σ(y − t)²) when
+// targets are given.
 Napi::Value mlpForwardAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ForwardArgs a = parseForward(info);
   return guard(env, [&]() -> Napi::Value {
     cudaStream_t stream = libraryStream(a.params->device);
-    std::vector<GpuTask::Array> arrays{{info[0], a.params, false},
-                                       {info[1], a.workspace, true},
-                                       {info[2], a.X, false},
-                                       {info[3], a.Y, true}};
-    if (a.T) arrays.push_back({info[4], a.T, false});
+    if (a.error) CK_CUDA(cudaMemsetAsync(a.error->ptr, 0, sizeof(double), stream));
+    enqueueForward(a, stream);
+    auto queued = std::make_shared<QueuedForward>(stream, a.error ? a.error->as<double>() : nullptr);
+    // Only the written arrays are held (refused as outputs of other calls until it settles); what the
+    // pass reads is queued already, and a free() of it is ordered after.
+    std::vector<GpuTask::Array> arrays{{info[1], a.workspace, true}, {info[3], a.Y, true}};
     if (a.error) arrays.push_back({info[5], a.error, true});
-    return GpuTask::start(env, "Mlp.predictAsync", a.params->device, arrays,
-                          [a, stream](const GpuTask::Report&) {
-                            if (a.error) CK_CUDA(cudaMemsetAsync(a.error->ptr, 0, sizeof(double), stream));
-                            enqueueForward(a, stream);
-                            check(sleepOnStream(stream), "cudaEventSynchronize");
-                          });
+    return GpuTask::start(
+        env, "Mlp.predictAsync", a.params->device, arrays,
+        [queued](const GpuTask::Report&) { queued->wait(); },
+        [queued](Napi::Env e) { return queued->settle(e); });
   });
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/args.h"
 #include "core/async_work.h"
@@ -14,6 +15,7 @@
 #include "core/pool.h"
 #include "core/transfer.h"
 #include "scan/methods.h"
+#include "scan/queued_reduce.h"
 #include "scan/scan.h"
 
 namespace ck {
@@ -46,10 +48,9 @@ Napi::Value scanMethods(const Napi::CallbackInfo& info) {
   return methodNames(info.Env(), scan::kMethods, scan::kMethodCount);
 }
 
-// The reduction of `length` elements at `ptr` on `stream`, waited for on the calling thread: the JS
-// thread for reduceRun (spinning, the shortest wait), a pool thread asleep for reduceRunAsync (it may
-// queue behind seconds of other work). Throws CudaFailure.
-double reduceNow(const void* ptr, Dtype dtype, size_t length, int op, cudaStream_t stream, bool asleep) {
+// The reduction of `length` elements at `ptr` on `stream`, waited for on the JS thread (spinning: the
+// shortest wait). Throws CudaFailure.
+double reduceNow(const void* ptr, Dtype dtype, size_t length, int op, cudaStream_t stream) {
   double* result = nullptr;
   CK_CUDA(poolMalloc(&result, sizeof(double), stream));
   Staging* host = stagingAcquire(sizeof(double));  // pinned: the 8 bytes come back by DMA
@@ -57,7 +58,7 @@ double reduceNow(const void* ptr, Dtype dtype, size_t length, int op, cudaStream
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(host->ptr, result, sizeof(double), cudaMemcpyDeviceToHost, stream);
   const cudaError_t freed = poolFree(result, stream);
-  if (err == cudaSuccess) err = asleep ? sleepOnStream(stream) : cudaStreamSynchronize(stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   double value = 0;
   std::memcpy(&value, host->ptr, sizeof value);
   stagingRelease(host);
@@ -78,25 +79,26 @@ Napi::Value reduceRun(const Napi::CallbackInfo& info) {
   DeviceBuffer& in = unwrapBuffer(info[0], "arr");
   const int op = reduceOpArg(info);
   return guard(env, [&] {
-    return Napi::Number::New(env,
-                             reduceNow(in.ptr, in.dtype, in.length, op, libraryStream(in.device), false));
+    return Napi::Number::New(env, reduceNow(in.ptr, in.dtype, in.length, op, libraryStream(in.device)));
   });
 }
 
-// reduceRunAsync(in, op) -> Promise<number>: the same, waited for on a pool thread.
+// reduceRunAsync(in, op) -> Promise<number>: the same, queued here on the JS thread, so that it reduces
+// the array as it is at the call (work queued after the call, a fill of the array included, runs after
+// it on the stream); a pool thread only sleeps until the result is in.
 Napi::Value reduceRunAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& in = unwrapBuffer(info[0], "arr");
   const int op = reduceOpArg(info);
   return guard(env, [&]() -> Napi::Value {
     cudaStream_t stream = libraryStream(in.device);
+    const std::vector<scan::ReduceOp> ops{static_cast<scan::ReduceOp>(op)};
+    auto queued = std::make_shared<scan::QueuedReductions>(in.ptr, in.dtype, in.length, ops, stream);
     auto value = std::make_shared<double>(0);
-    const void* ptr = in.ptr;
-    const Dtype dtype = in.dtype;
-    const size_t length = in.length;
+    // No array to hold: the reduction is queued, and a free() of `in` is ordered after it.
     return GpuTask::start(
-        env, "reduceAsync", in.device, {{info[0], &in, false}},
-        [=](const GpuTask::Report&) { *value = reduceNow(ptr, dtype, length, op, stream, true); },
+        env, "reduceAsync", in.device, {},
+        [queued, value](const GpuTask::Report&) { *value = queued->wait()[0]; },
         [value](Napi::Env e) -> Napi::Value { return Napi::Number::New(e, *value); });
   });
 }

@@ -11,6 +11,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/method_names.h"
+#include "core/transfer.h"
 #include "stencil/methods.h"
 
 namespace ck {
@@ -92,9 +93,33 @@ Napi::Value stencilRun(const Napi::CallbackInfo& info) {
   });
 }
 
-// stencilRunAsync(same arguments) -> Promise<{ iterations, residual, finalBuffer }>: one run (a chunk of
-// stencilAsync's sweeps) on a pool thread, where its residual checks wait for the GPU. The caller holds
-// a and b for writing (asyncHold) across its chunks.
+// A pinned block and a cudaEventBlockingSync event for stencil::run to sleep on (see HostWait); the
+// block comes from the staging cache, as a cudaHostAlloc per step would cost about a millisecond.
+struct SleepingWait {
+  Staging* block = nullptr;
+  stencil::HostWait wait;
+  SleepingWait() {
+    block = stagingAcquire(stencil::kHostWaitBytes);
+    const cudaError_t err =
+        cudaEventCreateWithFlags(&wait.event, cudaEventBlockingSync | cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+      stagingRelease(block);
+      check(err, "cudaEventCreateWithFlags");
+    }
+    wait.pinned = block->ptr;
+  }
+  ~SleepingWait() {
+    cudaEventDestroy(wait.event);
+    stagingRelease(block);
+  }
+  SleepingWait(const SleepingWait&) = delete;
+  SleepingWait& operator=(const SleepingWait&) = delete;
+};
+
+// stencilRunAsync(same arguments) -> Promise<{ iterations, residual, finalBuffer }>: one run (a step of
+// stencilAsync's sweeps) on a pool thread, which sleeps through its residual checks. The caller holds a
+// and b for writing (asyncHold) across its steps, and `grid` is its own copy of the user's grid (taken
+// at the call) or an earlier step's result, which nothing else writes.
 Napi::Value stencilRunAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Args args = parseArgs(info, true);
@@ -111,8 +136,12 @@ Napi::Value stencilRunAsync(const Napi::CallbackInfo& info) {
         env, "stencilAsync", args.in->device,
         {{info[0], args.in, false}, {info[1], args.a, false}, {info[2], args.b, false}},
         [=](const GpuTask::Report&) {
-          check(stencil::run(m->method, dtype, in, a, b, pb, stream, result.get()),
-                (std::string("stencil ") + m->name).c_str());
+          SleepingWait sleeping;
+          const cudaError_t err =
+              stencil::run(m->method, dtype, in, a, b, pb, stream, result.get(), sleeping.wait);
+          // A failed run may have left a copy into the block queued: the block goes back only after it.
+          if (err != cudaSuccess) cudaStreamSynchronize(stream);
+          check(err, (std::string("stencil ") + m->name).c_str());
         },
         [result](Napi::Env e) -> Napi::Value { return resultObject(e, *result); });
   });

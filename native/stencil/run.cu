@@ -3,6 +3,7 @@
 // replay the pass that converged midway so the grid is exactly the converged one, and report the
 // sweeps and the residual.
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "core/pool.h"
@@ -14,6 +15,30 @@ namespace ck {
 namespace stencil {
 namespace detail {
 
+static_assert(sizeof(State) <= kHostWaitBytes, "a HostWait block holds the whole State");
+
+// Copies `bytes` from device `src` to host `dst` once the work queued so far on `stream` is done,
+// waiting as `w` says (see HostWait).
+static cudaError_t readBack(const HostWait& w, void* dst, const void* src, size_t bytes,
+                            cudaStream_t stream) {
+  if (w.pinned == nullptr) {
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream);
+    return err == cudaSuccess ? cudaStreamSynchronize(stream) : err;
+  }
+  cudaError_t err = cudaMemcpyAsync(w.pinned, src, bytes, cudaMemcpyDeviceToHost, stream);
+  if (err == cudaSuccess) err = cudaEventRecord(w.event, stream);
+  if (err == cudaSuccess) err = cudaEventSynchronize(w.event);
+  if (err == cudaSuccess) std::memcpy(dst, w.pinned, bytes);
+  return err;
+}
+
+// Waits for the work queued so far on `stream`, as `w` says.
+static cudaError_t drain(const HostWait& w, cudaStream_t stream) {
+  if (w.pinned == nullptr) return cudaStreamSynchronize(stream);
+  const cudaError_t err = cudaEventRecord(w.event, stream);
+  return err == cudaSuccess ? cudaEventSynchronize(w.event) : err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side: launch passes, check every checkEvery sweeps, replay a pass that converged midway.
 
@@ -21,8 +46,8 @@ template <typename T>
 class Runner {
  public:
   // fastVariant: an entry of fastKernelAt (3_temporal.cu), or −1 for the shipped choice.
-  Runner(Method method, const Problem& pb, cudaStream_t stream, int fastVariant = -1)
-      : method_(method), pb_(pb), stream_(stream), fastVariant_(fastVariant) {
+  Runner(Method method, const Problem& pb, cudaStream_t stream, const HostWait& wait, int fastVariant = -1)
+      : method_(method), pb_(pb), stream_(stream), wait_(wait), fastVariant_(fastVariant) {
     for (int i = 0; i < 9; ++i) w_.w[i] = static_cast<T>(pb.weights[i]);
   }
 
@@ -61,9 +86,7 @@ class Runner {
     if (err == cudaSuccess)
       err = launchMaxAbsDiff<T>(a, b, n, static_cast<unsigned>(want < cap ? want : cap), st, stream_);
     unsigned long long bits = 0;
-    if (err == cudaSuccess)
-      err = cudaMemcpyAsync(&bits, &st->finalResidual, sizeof bits, cudaMemcpyDeviceToHost, stream_);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+    if (err == cudaSuccess) err = readBack(wait_, &bits, &st->finalResidual, sizeof bits, stream_);
     *out = static_cast<double>(fromBits<T>(bits));
     return err;
   }
@@ -72,6 +95,7 @@ class Runner {
   Method method_;
   Problem pb_;
   cudaStream_t stream_;
+  HostWait wait_;
   int fastVariant_;
   Weights<T> w_;
   int sms_ = 1;
@@ -81,8 +105,8 @@ class Runner {
 
 template <typename T>
 cudaError_t runTyped(Method method, int fastVariant, const T* in, T* a, T* b, const Problem& pb,
-                     cudaStream_t stream, State* st, Result* result) {
-  Runner<T> runner(method, pb, stream, fastVariant);
+                     cudaStream_t stream, const HostWait& wait, State* st, Result* result) {
+  Runner<T> runner(method, pb, stream, wait, fastVariant);
   cudaError_t err = runner.prepare(in, a, b);
   if (err == cudaSuccess) err = cudaMemsetAsync(st, 0, sizeof(State), stream);
   if (err != cudaSuccess) return err;
@@ -110,8 +134,7 @@ cudaError_t runTyped(Method method, int fastVariant, const T* in, T* a, T* b, co
       ++pass;
     }
     State h;
-    err = cudaMemcpyAsync(&h, st, sizeof h, cudaMemcpyDeviceToHost, stream);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    err = readBack(wait, &h, st, sizeof h, stream);
     if (err != cudaSuccess) return err;
 
     const long long last = pass - 1;
@@ -148,7 +171,7 @@ cudaError_t runTyped(Method method, int fastVariant, const T* in, T* a, T* b, co
       // The flag is not the residual's value: measure it between the last two grids.
       err = runner.finalResidual(dest(where), source(where), st, &result->residual);
     } else {
-      // A replay still running is waited for (and its errors caught) by run()'s final synchronize.
+      // A replay still running is waited for (and its errors caught) by run()'s final wait.
       result->residual = static_cast<double>(fromBits<T>(h.residual[where % 3][needed - 1]));
     }
     return err;
@@ -156,7 +179,7 @@ cudaError_t runTyped(Method method, int fastVariant, const T* in, T* a, T* b, co
 }
 
 cudaError_t runWith(Method method, int fastVariant, Dtype dtype, const void* in, void* a, void* b,
-                    const Problem& pb, cudaStream_t stream, Result* result) {
+                    const Problem& pb, cudaStream_t stream, const HostWait& wait, Result* result) {
   if (pb.rows < 1 || pb.cols < 1 || pb.maxIterations < 1 || pb.checkEvery < 1) return cudaErrorInvalidValue;
   State* st = nullptr;
   cudaError_t err = poolMalloc(&st, sizeof(State), stream);
@@ -164,16 +187,16 @@ cudaError_t runWith(Method method, int fastVariant, Dtype dtype, const void* in,
   switch (dtype) {
     case Dtype::Float32:
       err = runTyped(method, fastVariant, static_cast<const float*>(in), static_cast<float*>(a),
-                     static_cast<float*>(b), pb, stream, st, result);
+                     static_cast<float*>(b), pb, stream, wait, st, result);
       break;
     case Dtype::Float64:
       err = runTyped(method, fastVariant, static_cast<const double*>(in), static_cast<double*>(a),
-                     static_cast<double*>(b), pb, stream, st, result);
+                     static_cast<double*>(b), pb, stream, wait, st, result);
       break;
     default: err = cudaErrorInvalidValue;
   }
   const cudaError_t freed = poolFree(st, stream);
-  const cudaError_t synced = cudaStreamSynchronize(stream);
+  const cudaError_t synced = drain(wait, stream);
   if (err != cudaSuccess) return err;
   return freed != cudaSuccess ? freed : synced;
 }
@@ -182,15 +205,15 @@ cudaError_t runWith(Method method, int fastVariant, Dtype dtype, const void* in,
 // Tuning hook for bench/dev/stencil (not part of the addon's interface; 3_temporal.cu has the others).
 cudaError_t runFastVariant(int variant, Dtype dtype, const void* in, void* a, void* b, const Problem& pb,
                            cudaStream_t stream, Result* result) {
-  return runWith(Method::Fast, variant, dtype, in, a, b, pb, stream, result);
+  return runWith(Method::Fast, variant, dtype, in, a, b, pb, stream, HostWait{}, result);
 }
 #endif
 
 }  // namespace detail
 
 cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, const Problem& pb,
-                cudaStream_t stream, Result* result) {
-  return detail::runWith(method, -1, dtype, in, a, b, pb, stream, result);
+                cudaStream_t stream, Result* result, const HostWait& wait) {
+  return detail::runWith(method, -1, dtype, in, a, b, pb, stream, wait, result);
 }
 
 }  // namespace stencil

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -48,8 +49,20 @@ struct Result {
 // occupancy, exact residual by block reduction), Fast (temporal blocking: each block loads a tile
 // with an 8-cell halo once, runs up to 8 sweeps in shared memory with a register sliding window,
 // and keeps every sweep's residual exact, so convergence inside a pass is found and replayed).
+//
+// `wait` says how the host waits for the GPU at each check. By default it spins on the stream and reads
+// the counters through pageable memory: the blocking stencil on the JS thread, the shortest wait.
+// stencilAsync's pool thread passes a pinned block and a cudaEventBlockingSync event: it sleeps (no core
+// busy for a run of seconds), and each wait covers only this run's work, not what other threads queue
+// on the stream meanwhile.
+struct HostWait {
+  void* pinned = nullptr;  // page-locked, at least kHostWaitBytes; null: spin on the stream
+  cudaEvent_t event = nullptr;
+};
+constexpr size_t kHostWaitBytes = 256;
+
 cudaError_t run(Method method, Dtype dtype, const void* in, void* a, void* b, const Problem& problem,
-                cudaStream_t stream, Result* result);
+                cudaStream_t stream, Result* result, const HostWait& wait = HostWait{});
 
 }  // namespace stencil
 }  // namespace ck

@@ -343,6 +343,42 @@ const TARGETS: Target[] = [
       return r;
     }),
   },
+  // The Promise forms: a wrong argument must reject with the same kinds of error (never a crash, a
+  // hang or an unhandled rejection), and their valid calls take their inputs at the call.
+  { name: 'reduceAsync', base: () => [arrayOf('float32', 9), 'max', {}], options: 2, call: f(ck.reduceAsync) },
+  {
+    name: 'stencilAsync',
+    base: () => [
+      arrayOf('float64', 12),
+      3,
+      4,
+      { weights: 'box9', tolerance: 1e-3, maxIterations: 9, method: 'fast', checkEvery: 2 },
+    ],
+    options: 3,
+    call: f(async (...a) => {
+      const r = await ck.stencilAsync(...(a as Parameters<typeof ck.stencilAsync>));
+      const o = a[3] as any;
+      if (r.grid !== o?.out && r.grid !== o?.scratch) track(r.grid);
+      return r;
+    }),
+    skip: (a) => big((a[3] as any)?.maxIterations, 1e5),
+  },
+  {
+    name: 'apspAsync',
+    base: () => [arrayOf('int32', 9), 3, { method: 'shared', paths: true, validate: true }],
+    options: 2,
+    call: f(async (...a) => {
+      const r = await ck.apspAsync(...(a as [DeviceArray<'int32'>, number, ck.ApspAsyncOptions]));
+      const o = a[2] as any;
+      if (r instanceof DeviceArray) {
+        if (r !== o?.out) track(r);
+      } else {
+        if (r.dist !== o?.out) track(r.dist);
+        track(r.next);
+      }
+      return r;
+    }),
+  },
   { name: 'canAccessPeer', base: () => [0, 0], call: f(ck.canAccessPeer) },
   { name: 'enablePeerAccess', base: () => [0, 0], call: f(ck.enablePeerAccess) },
   {
@@ -385,6 +421,25 @@ const TARGETS: Target[] = [
       return net.train(X, T, o);
     }),
     skip: (a) => big((a[2] as any)?.epochs, 1000),
+  },
+  {
+    name: 'Mlp.trainAsync',
+    base: () => [arrayOf('float32', 6), new Float32Array(4), { epochs: 2, batchSize: 1, validate: true }],
+    options: 2,
+    call: f(async (X: ck.MlpInput, T: ck.MlpInput, o: ck.MlpTrainAsyncOptions) => {
+      using net = new ck.Mlp({ layers: [3, 4, 2], eta: 0.1, method: 'custom' });
+      return await net.trainAsync(X, T, o);
+    }),
+    skip: (a) => big((a[2] as any)?.epochs, 1000),
+  },
+  {
+    name: 'Mlp.evaluateAsync',
+    base: () => [arrayOf('float32', 6), new Float32Array(4), {}],
+    options: 2,
+    call: f(async (X: ck.MlpInput, T: ck.MlpInput, o: ck.AsyncOptions) => {
+      using net = new ck.Mlp({ layers: [3, 4, 2], eta: 0.1 });
+      return await net.evaluateAsync(X, T, o);
+    }),
   },
   {
     name: 'Mlp.predict',
