@@ -609,9 +609,9 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
   void* temp_;
   cudaEvent_t snapshot_;
   size_t bytes_, chunk_, chunks_;
-  size_t done_ = 0;               // JS thread
-  int inFlight_ = 0;              // JS thread
-  bool settled_ = false;          // JS thread
+  size_t done_ = 0;       // JS thread
+  int inFlight_ = 0;      // JS thread
+  bool settled_ = false;  // JS thread
   std::mutex ringMutex_;
   std::unique_ptr<RingLease> ring_;
 };
