@@ -7,6 +7,7 @@ import * as path from 'node:path';
 
 import { families, type BenchRow } from '../lib/bench';
 import { axisValue, chartFont, chartSpec, writeChart } from '../lib/bench/chart';
+import { pairMarks, proseFiles } from '../lib/bench/claims';
 import { notesBlock, README_TABLES, readmeTable, updateReadmeTables, withNotes } from '../lib/bench/readme-tables';
 import {
   comparisonMarkdown,
@@ -217,6 +218,32 @@ describe("the results page's summary tables", () => {
     const line4096 = (t: string) =>
       (t.split('\n').find((l) => l.startsWith('| 4096 |')) ?? '').replace(/\| [^|]* \|$/, '');
     expect(line4096(md)).toBe(line4096(plain));
+  });
+
+  test('every pair mark of the prose names a pair and a size its family claims (so `bench --pair` fills it)', () => {
+    const marks = proseFiles(root).flatMap((f) =>
+      pairMarks(fs.readFileSync(path.join(root, f), 'utf8')).map((m) => ({ ...m, file: f })),
+    );
+    expect(marks.length).toBeGreaterThan(20);
+    const claimed = (m: (typeof marks)[number]) => {
+      const family = families[m.family];
+      const dtype = /-(int32|uint32|float32|float64)$/.exec(m.method)?.[1];
+      const base = (x: string) => (dtype ? x.replace(`-${dtype}`, '') : x);
+      return (family?.pairs ?? []).some(
+        (c) =>
+          c.a === base(m.method) &&
+          c.b === base(m.versus) &&
+          [
+            ...c.sizes.map((n) => String(n)),
+            ...c.sizes.map((n) => `${n}x${n}`),
+            ...c.sizes.map((n) => `${n}x${n}x${n}`),
+            ...(c.shapes ?? []).map(([r, k]) => `${r}x${k}`),
+          ].includes(m.size),
+      );
+    };
+    expect(
+      marks.filter((m) => !claimed(m)).map((m) => `${m.file}: ${m.family} ${m.method}/${m.versus} ${m.size}`),
+    ).toEqual([]);
   });
 
   test('change when a result changes, and name unknown blocks', () => {

@@ -89,7 +89,11 @@ program
     '--readme <file>',
     'also regenerate the <!-- bench-table --> blocks of another file (those of the results README are always)',
   )
-  .action(async (opts: { results: string; out?: string; reports: string; charts: boolean; readme?: string }) => {
+  .option(
+    '--prose',
+    "also regenerate the <!-- pair --> ratios of the repository's prose (README, docs, CHANGELOG, sources)",
+  )
+  .action(async (opts: import('./report').ReportCliOptions) => {
     await (await import('./report')).report(opts);
   });
 
