@@ -150,6 +150,46 @@ describe('1. rows are kept when a run fails late', () => {
   });
 });
 
+describe('a --pair run through the command', () => {
+  test('runs each claim as its own job, prints the pair table and merges the pair rows', async () => {
+    const out = tmp();
+    const seen: unknown[] = [];
+    const fake = withFamilies({
+      duo: {
+        methodNames: () => ['fast', 'ref'],
+        pairs: [{ a: 'fast', b: 'ref', sizes: [8, 16] }],
+        run: (ctx) => {
+          seen.push([ctx.pair, ctx.methods, ctx.sizes]);
+          return (ctx.sizes ?? []).map((n) =>
+            row('duo', 'fast', String(n), 9, {
+              protocol: 'pair',
+              versus: { method: 'ref', ms: 10, rate: 0.1, unit: 'x/s', reps: 6, check: 'ref' },
+              ratio: { median: 10 / 9, min: 1.05, max: 1.15, rounds: 3 },
+            }),
+          );
+        },
+      },
+    });
+    const lines: string[] = [];
+    try {
+      await bench(['duo'], opts(out, { pair: true, rounds: 3 }), (l) => lines.push(l));
+    } finally {
+      fake.restore();
+    }
+    // No copy reference in a pair run; the claim's sizes; the rounds from the command line.
+    expect(fake.calls).toEqual({ copy: 0, duo: 1 });
+    expect(seen).toEqual([[{ a: 'fast', b: 'ref', rounds: 3 }, ['fast', 'ref'], [8, 16]]]);
+    const text = lines.join('\n');
+    expect(text).toMatch(/│ fast\s+│ ref\s+│ 8\s+│ 9\.00\s+│ 10\.00\s+│ 1\.11× \(1\.05–1\.15\)\s+│ 3\s+│/);
+    expect(text).toMatch(/clocks and power: not sampled/);
+    const rows = readRows(path.join(out, 'fake-gpu-9.json'));
+    expect(rows.map((r) => [r.family, r.protocol, r.versus?.method, r.size])).toEqual([
+      ['duo', 'pair', 'ref', '8'],
+      ['duo', 'pair', 'ref', '16'],
+    ]);
+  });
+});
+
 describe('2. writing a results file', () => {
   const device = { name: 'Test GPU 2' };
 

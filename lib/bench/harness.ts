@@ -40,10 +40,9 @@ export function timeGpu(fn: () => void, { device, reps, warmup }: TimingOptions)
 }
 
 /**
- * Times several variants round-robin in a fixed order, one run of each per repetition. Kept for
- * callers whose variants do not depend on their predecessor (the multi-process families); on a
- * power-capped GPU the fixed order favours the variant after the lightest one, so the families of
- * one GPU use {@link timeBalanced}.
+ * Times several variants round-robin in a fixed order, one run of each per repetition: the order the
+ * families used before {@link timeBalanced}. On a power-capped GPU it favours the variant that runs
+ * after the lightest one (test/bench-protocol.test.ts shows by how much); kept for comparison.
  */
 export function timeInterleaved(
   variants: readonly (() => void)[],
