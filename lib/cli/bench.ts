@@ -150,9 +150,11 @@ export async function bench(
   fs.accessSync(dir, fs.constants.W_OK);
   readResultsFile(path.join(dir, `${gpuSlug(props.name)}.json`));
   const sink = rowSink(dir, device, stamp, out);
+  // CK_BENCH_SAMPLE_MS: the pause between nvidia-smi readings (default 100; 0 samples nothing).
+  const sampleMs = Number(process.env.CK_BENCH_SAMPLE_MS ?? 100);
   let sampler: GpuSampler | undefined;
   try {
-    sampler = new GpuSampler(props.pciBusId);
+    sampler = sampleMs > 0 ? new GpuSampler(props.pciBusId, { intervalMs: sampleMs }) : undefined;
   } catch {
     sampler = undefined; // no worker threads: rows go without clocks
   }
