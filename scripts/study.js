@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Writes docs/study.md, the kernels as a study: for each family, its variant files in study order
 // (native/<family>/<N>_<name>.cu|cc, then the library's file), the first sentence of each file's
-// opening comment, and what the benchmark measured for that variant on the H100 at one size, as
-// the step over the previous variant and as a fraction of the library. Everything comes from the
-// files and from bench/results/<gpu>.json, so the page cannot drift from them:
+// opening comment, and what the benchmark measured for that variant on the H100 at one size, and
+// its rate against the previous variant's and the library's where the pair protocol measured those
+// pairs (`bench --pair`; a ratio is never taken from two medians of a batch). Everything comes from
+// the files and from bench/results/<gpu>.json, so the page cannot drift from them:
 //
 //   node scripts/study.js          print the page
 //   node scripts/study.js --write  write docs/study.md
@@ -110,14 +111,29 @@ function fmt(x, digits = 3) {
   return x >= 100 ? x.toFixed(1) : x.toPrecision(digits);
 }
 
-/** A ratio as "1.44×", small ones with two significant digits ("0.0041×"). */
+/** A pair ratio as "1.44× (1.40–1.47)", small ones with two significant digits ("0.0041×"). */
 function ratio(x) {
-  return `${x >= 0.1 ? x.toFixed(2) : x.toPrecision(2)}×`;
+  const f = (v) => (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2));
+  return `${f(x.median)}× (${f(x.min)}–${f(x.max)})`;
+}
+
+/** The pair protocol's ratio of `method`'s rate over `versus`'s (from either pair row), or undefined. */
+function pairRatio(rows, op, method, versus, size) {
+  const find = (a, b) =>
+    rows.find(
+      (r) =>
+        r.protocol === 'pair' && r.ratio && r.op === op && r.size === size && r.method === a && r.versus?.method === b,
+    )?.ratio;
+  const direct = find(method, versus);
+  if (direct) return direct;
+  const rev = find(versus, method);
+  return rev && { median: 1 / rev.median, min: 1 / rev.max, max: 1 / rev.min };
 }
 
 function render() {
   const results = JSON.parse(fs.readFileSync(path.join(root, RESULTS), 'utf8'));
-  const row = (op, method, size) => results.rows.find((r) => r.op === op && r.method === method && r.size === size);
+  const row = (op, method, size) =>
+    results.rows.find((r) => r.op === op && r.method === method && r.size === size && r.protocol !== 'pair');
   const out = [
     '# The kernels as a study',
     '',
@@ -128,9 +144,10 @@ function render() {
     'Each family below is a sequence of files, one per variant, in the order in which they are best read:',
     "the reports' textbook kernels first, then each step of ours, then the library the family is measured",
     'against. Each file opens with what it adds over the previous one. The figures are the benchmark rows',
-    `of \`${RESULTS}\` (${results.device?.name ?? 'the H100'}) at one size per family; "× previous" is the time of`,
-    'the previous measured variant over this one, "× reference" the time of the reference named in the',
-    "family's heading over this one (above 1: faster).",
+    `of \`${RESULTS}\` (${results.device?.name ?? 'the H100'}) at one size per family; "× previous" is the rate of`,
+    'this variant over the previous measured one, "× reference" over the reference named in the family\'s heading',
+    '(above 1: faster), each from the pair protocol (`bench --pair`: the two alone, in rounds of A A B B; the',
+    'median of the per-round ratios and their range) and "—" where that pair has not been measured.',
     'Other sizes, the other GPUs and the run each figure comes from are in',
     '[bench/results/README.md](../bench/results/README.md).',
   ];
@@ -147,6 +164,10 @@ function render() {
     out.push('| step | file | what it adds | method | ms | rate | × previous | × reference |');
     out.push('| --- | --- | --- | --- | ---: | ---: | ---: | ---: |');
     let previous;
+    const pairCell = (method, versus) => {
+      const x = pairRatio(results.rows, fam.name, method, versus, fam.size);
+      return x ? ratio(x) : '—';
+    };
     for (const f of files) {
       const methods = f.methods.length ? f.methods : [''];
       for (const [i, m] of methods.entries()) {
@@ -158,8 +179,8 @@ function render() {
           m ? `\`${m}\`` : '—',
           r ? fmt(r.ms) : 'not measured',
           r ? `${fmt(r.rate)} ${r.unit}` : '—',
-          r && previous && f.step !== null ? ratio(previous.ms / r.ms) : '—',
-          r && lib ? ratio(lib.ms / r.ms) : '—',
+          r && previous && f.step !== null ? pairCell(r.method, previous.method) : '—',
+          r && lib ? (r.method === lib.method ? 'reference' : pairCell(r.method, lib.method)) : '—',
         ];
         out.push(`| ${cells.join(' | ')} |`);
         if (r && f.step !== null) previous = r;

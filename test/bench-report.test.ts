@@ -7,16 +7,27 @@ import * as path from 'node:path';
 
 import { families, type BenchRow } from '../lib/bench';
 import { axisValue, chartFont, chartSpec, writeChart } from '../lib/bench/chart';
-import { notesBlock, README_TABLES, updateReadmeTables, withNotes } from '../lib/bench/readme-tables';
+import { pairMarks, proseFiles } from '../lib/bench/claims';
+import { notesBlock, README_TABLES, readmeTable, updateReadmeTables, withNotes } from '../lib/bench/readme-tables';
 import {
   comparisonMarkdown,
   familyMarkdown,
+  pairsMarkdown,
   readResults,
   runsMarkdown,
   writeReport,
   type ReportsFile,
 } from '../lib/bench/report';
-import { copyReference, fmt, rateRows, referenceFor, sizeValue, sortSizes, splitMethod } from '../lib/bench/summary';
+import {
+  copyReference,
+  fmt,
+  fmtSpread,
+  rateRows,
+  referenceFor,
+  sizeValue,
+  sortSizes,
+  splitMethod,
+} from '../lib/bench/summary';
 import { bench, familyTable } from '../lib/cli/bench';
 import { familyMeta } from '../lib/cli/report';
 import { createProgress, eta } from '../lib/cli/progress';
@@ -31,6 +42,19 @@ const row = (op: string, method: string, size: string, ms: number, rate: number,
   unit,
   reps: 5,
   check: 'ok',
+});
+
+/** A pair row of `method` against `versus` whose per-round ratios were median ±0.05 (±0.2 at 2). */
+const pairRow = (op: string, method: string, versus: string, size: string, median: number): BenchRow => ({
+  ...row(op, method, size, 1, 1),
+  protocol: 'pair',
+  versus: { method: versus, ms: 1, rate: 1, unit: 'GFLOP/s', reps: 40, check: 'ok' },
+  ratio: {
+    median,
+    min: median >= 2 ? median - 0.2 : median - 0.05,
+    max: median >= 2 ? median + 0.2 : median + 0.05,
+    rounds: 20,
+  },
 });
 
 const rows: BenchRow[] = [
@@ -71,7 +95,7 @@ describe('result summaries', () => {
     ]);
   });
 
-  test('ratios to the reference at the same size and to the largest copy', () => {
+  test("ratios of one batch's medians, for the bench's own table, to the reference and the largest copy", () => {
     expect(copyReference(rows)?.size).toBe('1GiB');
     const ata = rateRows(
       families.ata,
@@ -79,17 +103,38 @@ describe('result summaries', () => {
       rows,
     );
     const fast2000 = ata.find((r) => r.method === 'fast' && r.size === '2000x2000');
-    expect(fast2000?.vsReference).toBeCloseTo(0.8);
-    expect(fast2000?.vsCopy).toBeUndefined();
-    expect(ata.find((r) => r.size === '1000000x64')?.vsReference).toBeUndefined();
+    expect(fast2000?.batchVsReference).toBeCloseTo(0.8);
+    expect(fast2000?.batchVsCopy).toBeUndefined();
+    expect(ata.find((r) => r.size === '1000000x64')?.batchVsReference).toBeUndefined();
     const scan = rateRows(
       families.scan,
       rows.filter((r) => r.op === 'scan'),
       rows,
     );
-    expect(scan.find((r) => r.method === 'fast-int32')?.vsReference).toBeCloseTo(1.2);
-    expect(scan.find((r) => r.method === 'fast-int32')?.vsCopy).toBeCloseTo(0.6);
-    expect(scan.find((r) => r.method === 'fast-float64')?.vsReference).toBeUndefined();
+    expect(scan.find((r) => r.method === 'fast-int32')?.batchVsReference).toBeCloseTo(1.2);
+    expect(scan.find((r) => r.method === 'fast-int32')?.batchVsCopy).toBeCloseTo(0.6);
+    expect(scan.find((r) => r.method === 'fast-float64')?.batchVsReference).toBeUndefined();
+    // Without a pair row there is no ratio a page may quote.
+    expect(scan.map((r) => [r.vsReference, r.vsCopy])).toEqual(scan.map(() => [undefined, undefined]));
+  });
+
+  test('the ratios pages quote come from pair rows, either way round, and pair rows are not table rows', () => {
+    const all = [
+      ...rows,
+      pairRow('scan', 'fast-int32', 'cub-int32', '1048576', 1.25),
+      pairRow('scan', 'copy', 'fast-int32', '1048576', 2),
+    ];
+    const scan = rateRows(
+      families.scan,
+      all.filter((r) => r.op === 'scan'),
+      all,
+    );
+    const fast = scan.find((r) => r.method === 'fast-int32');
+    expect(fast?.vsReference).toEqual({ median: 1.25, min: 1.2, max: 1.3, rounds: 20 });
+    expect(fast?.vsCopy).toEqual({ median: 0.5, min: 1 / 2.2, max: 1 / 1.8, rounds: 20 });
+    expect(scan).toHaveLength(3);
+    expect(fmtSpread(fast?.vsReference)).toBe('1.25× (1.20–1.30)');
+    expect(fmtSpread({ median: 0.004, min: 0.0039, max: 0.0041, rounds: 3 })).toBe('0.0040× (0.0039–0.0041)');
   });
 
   test('numbers keep about three significant digits', () => {
@@ -150,6 +195,55 @@ describe("the results page's summary tables", () => {
     const edited = page.replace(/(<!-- bench-table gemm-h100 -->[\s\S]*?\n\| 4096 \| )[^|]*/, '$1 9.99 (99.99) ');
     expect(edited).not.toBe(page);
     expect(updateReadmeTables(edited, files)).toBe(page);
+  });
+
+  test('take their ratio columns from pair rows only', () => {
+    const h100 = files.get('nvidia-h100-80gb-hbm3')!;
+    const spec = README_TABLES['gemm-h100'];
+    const plain = readmeTable(spec, h100);
+    expect(plain).toMatch(/\| 4096 \| [^\n]* \| — \|\n/);
+    const paired = structuredClone(h100);
+    paired.rows.push({
+      ...paired.rows.find((r) => r.op === 'gemm' && r.method === 'fast' && r.size === '4096x4096x4096')!,
+      protocol: 'pair',
+      family: 'gemm',
+      run: 'R-pair',
+      versus: { method: 'cublas', ms: 2.7, rate: 51000, unit: 'GFLOP/s', reps: 40, check: 'ref' },
+      ratio: { median: 0.972, min: 0.96, max: 0.981, rounds: 20 },
+    });
+    const md = readmeTable(spec, paired);
+    expect(md).toMatch(/\| 4096 \| [^\n]* \| 0\.97× \(0\.96–0\.98\) \|\n/);
+    expect(md).toContain('run `R-pair`');
+    // The pair row is not a table row: the time cells stay those of the batch run.
+    const line4096 = (t: string) =>
+      (t.split('\n').find((l) => l.startsWith('| 4096 |')) ?? '').replace(/\| [^|]* \|$/, '');
+    expect(line4096(md)).toBe(line4096(plain));
+  });
+
+  test('every pair mark of the prose names a pair and a size its family claims (so `bench --pair` fills it)', () => {
+    const marks = proseFiles(root).flatMap((f) =>
+      pairMarks(fs.readFileSync(path.join(root, f), 'utf8')).map((m) => ({ ...m, file: f })),
+    );
+    expect(marks.length).toBeGreaterThan(20);
+    const claimed = (m: (typeof marks)[number]) => {
+      const family = families[m.family];
+      const dtype = /-(int32|uint32|float32|float64)$/.exec(m.method)?.[1];
+      const base = (x: string) => (dtype ? x.replace(`-${dtype}`, '') : x);
+      return (family?.pairs ?? []).some(
+        (c) =>
+          c.a === base(m.method) &&
+          c.b === base(m.versus) &&
+          [
+            ...c.sizes.map((n) => String(n)),
+            ...c.sizes.map((n) => `${n}x${n}`),
+            ...c.sizes.map((n) => `${n}x${n}x${n}`),
+            ...(c.shapes ?? []).map(([r, k]) => `${r}x${k}`),
+          ].includes(m.size),
+      );
+    };
+    expect(
+      marks.filter((m) => !claimed(m)).map((m) => `${m.file}: ${m.family} ${m.method}/${m.versus} ${m.size}`),
+    ).toEqual([]);
   });
 
   test('change when a result changes, and name unknown blocks', () => {
@@ -329,8 +423,10 @@ describe('report', () => {
       'Test',
     );
     expect(md).toContain("The report's GPU: Old GPU");
-    expect(md).toContain('| 2000² | 0.5 | 0.250 (fast) | 2000.00× | 0.200 |');
-    expect(md).toContain('| 9000² | 9 | not measured yet (fast) | — | — |');
+    // Times side by side, no ratio: the report's GPU is not ours, and no pair protocol joins them.
+    expect(md).toContain('| 2000² | 0.5 | 0.250 (fast) | 0.200 |');
+    expect(md).toContain('| 9000² | 9 | not measured yet (fast) | — |');
+    expect(md).not.toMatch(/×/);
   });
 
   test("the report names the runs a family's rows come from, and the rows that predate stamps", () => {
@@ -368,7 +464,25 @@ describe('report', () => {
       rows,
     );
     expect(md.split('\n')[0]).toBe('| dtype | size | cub | fast |');
-    expect(md).toContain('| int32 | 1048576 | 0.0600 ms<br>1500 GB/s<br>reference<br>0.50× copy |');
+    expect(md).toContain('| int32 | 1048576 | 0.0600 ms<br>1500 GB/s<br>reference |');
+    // No pair rows: no ratio in any cell.
+    expect(md).not.toMatch(/×/);
+    const withPair = [...rows, pairRow('scan', 'fast-int32', 'cub-int32', '1048576', 1.25)];
+    const paired = familyMarkdown(
+      families.scan,
+      withPair.filter((r) => r.op === 'scan'),
+      withPair,
+    );
+    expect(paired).toContain(
+      '| int32 | 1048576 | 0.0600 ms<br>1500 GB/s<br>reference | 0.0500 ms<br>1800 GB/s<br>1.25× (1.20–1.30) ref |',
+    );
+    expect(pairsMarkdown(withPair)).toBe(
+      [
+        '| pair | size | rate ratio (min–max) | rounds | ms | clocks and power |',
+        '| --- | --- | --- | --- | --- | --- |',
+        '| fast-int32 / cub-int32 | 1048576 | 1.25× (1.20–1.30) | 20 | 1.00 / 1.00 | clocks not sampled / clocks not sampled |',
+      ].join('\n'),
+    );
   });
 
   test('writes README.md and charts from the JSON alone; families without rows say so', async () => {

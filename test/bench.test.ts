@@ -189,6 +189,38 @@ describeGpu('benchmark harness on the GPU', () => {
     for (const e of checkAgainstCpu(variants, spec, X, T, 16)) expect(verdict(e, CHECK_TOLERANCE)).toBe('fail');
   });
 
+  test.each([
+    ['gemm', 'fast', 'cublas', [256], '256x256x256', 'cublas'],
+    ['scan', 'fast', 'cub', [4099], '4099', 'cub-int32'],
+    ['stencil', 'fast', 'copy', [256], '256x256', 'copy'],
+  ])(
+    'the pair protocol on %s: %s against %s, one row per size with the ratio per round',
+    (family, a, b, sizes, size, versus) => {
+      const rows = families[family].run({
+        device: 0,
+        reps: 3,
+        warmup: 1,
+        quick: true,
+        sizes,
+        methods: b === 'copy' ? [a] : [a, b],
+        pair: { a, b, rounds: 3 },
+        progress: () => {},
+      });
+      expect(rows.length).toBeGreaterThanOrEqual(1);
+      for (const r of rows) {
+        expect(r).toMatchObject({ size, protocol: 'pair', reps: 6, check: 'ok' });
+        expect(r.method.startsWith(a)).toBe(true);
+        expect(r.versus?.method.startsWith(versus.split('-')[0])).toBe(true);
+        expect(['ok', 'ref']).toContain(r.versus?.check);
+        expect(r.ratio?.rounds).toBe(3);
+        expect(r.ratio!.min).toBeLessThanOrEqual(r.ratio!.median);
+        expect(r.ratio!.median).toBeLessThanOrEqual(r.ratio!.max);
+        expect(r.ratio!.median).toBeGreaterThan(0);
+      }
+      if (family === 'scan') expect(rows.find((r) => r.method === 'fast-int32')?.versus?.method).toBe('cub-int32');
+    },
+  );
+
   test('the copy family measures and checks a copy', () => {
     const rows = families.copy.run({ device: 0, reps: 3, warmup: 1, quick: true, sizes: [8], progress: () => {} });
     expect(rows).toHaveLength(1);

@@ -3,7 +3,7 @@
 // op `apsp` with `gpus` set; the multi-GPU methods are named `band-<N>gpu` and `replicated-<N>gpu`.
 import { empty } from '../array';
 import { deviceCount } from '../device';
-import { apsp, randomGraph } from '../ops/apsp';
+import { apsp, APSP_MAX_N, randomGraph } from '../ops/apsp';
 import { type BenchContext, type BenchFamily, benchVariants } from './harness';
 import type { BenchRow } from './results';
 
@@ -22,6 +22,8 @@ const SCHEMES = ['band', 'replicated'] as const;
 export const apspMultiFamily: BenchFamily = {
   op: 'apsp',
   description: 'all-pairs shortest paths on several GPUs (Grelax/s = n³/time/1e9; rows are op apsp with gpus)',
+  methodNames: () => SCHEMES,
+  maxSize: { value: APSP_MAX_N, what: 'vertices' },
   // One step per size and GPU count.
   plan: (ctx) => sizesFor(ctx).length * gpuCounts(deviceCount()).length,
   run(ctx: BenchContext): BenchRow[] {

@@ -23,6 +23,10 @@ export const apspFamily: BenchFamily = {
   op: 'apsp',
   description: 'all-pairs shortest paths, blocked Floyd–Warshall (Grelax/s = n³/time/1e9)',
   reference: 'shared',
+  pairs: [{ a: 'fast', b: 'shared', sizes: [16384] }],
+  methodNames: () => apspMethods,
+  // Every method writes its own n² int32 result: 16 GiB each at 65536.
+  maxSize: { value: 65536, what: 'vertices' },
   // One progress step per size, whether or not basic is left out there.
   plan: (ctx) => sizesFor(ctx).length,
   run(ctx: BenchContext): BenchRow[] {

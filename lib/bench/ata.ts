@@ -20,9 +20,10 @@ function gflops(rows: number, cols: number, ms: number): number {
   return (2 * rows * cols * cols) / (ms * 1e-3) / 1e9;
 }
 
-/** The shapes (rows, cols) a run covers: `--sizes` are squares. */
+/** The shapes (rows, cols) a run covers: `--sizes` are squares, then any shapes of a pair claim. */
 function shapes(ctx: BenchContext): [number, number][] {
-  if (ctx.sizes) return ctx.sizes.map((n) => [n, n]);
+  if (ctx.sizes || ctx.shapes)
+    return [...(ctx.sizes ?? []).map((n): [number, number] => [n, n]), ...(ctx.shapes ?? [])];
   if (ctx.quick)
     return [
       [2000, 2000],
@@ -35,6 +36,17 @@ export const ataFamily: BenchFamily = {
   op: 'ata',
   description: 'C = AᵀA in float64 (GEMM-equivalent GFLOP/s = 2·rows·cols²/time)',
   reference: 'cublas-syrk',
+  pairs: [
+    {
+      a: 'fast',
+      b: 'cublas-syrk',
+      sizes: [4000, 8000, 10000, 16000],
+      shapes: [[20000, 8000]],
+    },
+  ],
+  methodNames: () => ataMethods,
+  // A and C of 32768² float64 are 8 GiB each, and every method writes its own C.
+  maxSize: { value: 32768, what: 'per side' },
   plan: (ctx) => shapes(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
     const haveCublas = cublasInfo().available;

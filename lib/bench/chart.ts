@@ -57,7 +57,9 @@ const spans = (values: number[], ratio: number) => Math.max(...values) / Math.mi
  * one colour per method, one panel per dtype where method names carry one. Undefined when no row
  * has a numeric size.
  */
-export function chartSpec(rows: readonly BenchRow[], opts: ChartOptions): Record<string, unknown> | undefined {
+export function chartSpec(all: readonly BenchRow[], opts: ChartOptions): Record<string, unknown> | undefined {
+  // A pair row repeats a method already charted from its family's table rows.
+  const rows = all.filter((r) => r.protocol !== 'pair');
   const { points: data, left } = points(rows);
   if (data.length === 0) return barSpec(rows, opts);
   const xs = data.map((p) => p.x);

@@ -42,6 +42,9 @@ export const copyFamily: BenchFamily = {
   op: 'copy',
   description: 'device-to-device copy bandwidth (the memory-bound reference)',
   bandwidth: true,
+  methodNames: () => ['device'],
+  // The source is filled from a host array of the same size.
+  maxSize: { value: 4096, what: 'MiB' },
   plan: (ctx) => copySizes(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
     return copySizes(ctx).map((bytes) => {

@@ -34,6 +34,10 @@ export const gemmFamily: BenchFamily = {
   op: 'gemm',
   description: 'C = A·B in float32 (GFLOP/s = 2·m·k·n/time)',
   reference: 'cublas',
+  pairs: [{ a: 'fast', b: 'cublas', sizes: [4096, 8192] }],
+  methodNames: () => ['naive', 'shared8', 'shared16', 'shared32', 'fast', 'cublas'],
+  methodsByPrefix: true,
+  maxSize: { value: 16384, what: 'per side' },
   // One step per size: its methods are timed together.
   plan: (ctx) => new Set(plannedItems(ctx).map((it) => it.n)).size,
   run(ctx: BenchContext): BenchRow[] {

@@ -10,7 +10,8 @@ import { flatWeights } from '../ops/mlp-spec';
 import { cublasInfo } from '../device';
 import { gemm } from '../ops/gemm';
 import { Mlp, type MlpMethod } from '../ops/mlp';
-import { timeInterleaved, median, verdict, type BenchContext, type BenchFamily } from './harness';
+import { timeBalanced, median, verdict, type BenchContext, type BenchFamily } from './harness';
+import { deBruijnOrder } from './protocol';
 import type { BenchRow } from './results';
 
 interface Net {
@@ -93,6 +94,8 @@ export const mlpFamily: BenchFamily = {
   op: 'mlp',
   description: 'one full-batch training epoch, sigmoid (TFLOP/s = 6·P·Σ n_l·n_{l+1}/time)',
   reference: 'sgemm-cublas',
+  methodNames: () => ['cublas', 'cublas-s2', 'custom', 'custom-s2', 'custom-s4'],
+  methodsByPrefix: true,
   plan: (ctx) => netsFor(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
     const rows: BenchRow[] = [];
@@ -114,12 +117,17 @@ export const mlpFamily: BenchFamily = {
       const checkP = Math.min(P, layers[1] >= 4096 ? 16 : 256);
       const checks = checkAgainstCpu(variants, { ...spec, eta: 1e-3 }, X, T, checkP);
 
-      // Timing: one epoch per sample, the variants interleaved, ms from CUDA events inside train().
+      // Timing: one epoch per sample, ms from CUDA events inside train(), the variants in the
+      // balanced order of protocol.ts (each follows each equally often; the warm-up ends with the
+      // variant each cycle ends with).
       const nets = variants.map((v) => new Mlp({ ...spec, method: v.method, streams: v.streams }));
       try {
         const samples: number[][] = variants.map(() => []);
         for (const m of nets) m.train(X, T, { epochs: 1 }); // warm-up (workspace, handles)
-        for (let r = 0; r < reps; r++) nets.forEach((m, i) => samples[i].push(m.train(X, T, { epochs: 1 })[0].ms));
+        const order = deBruijnOrder(nets.length);
+        const cycles = Math.ceil(reps / (order.length / nets.length));
+        for (let c = 0; c < cycles; c++)
+          for (const i of order) samples[i].push(nets[i].train(X, T, { epochs: 1 })[0].ms);
         variants.forEach((v, i) => {
           const ms = median(samples[i]);
           rows.push({
@@ -129,8 +137,9 @@ export const mlpFamily: BenchFamily = {
             ms,
             rate: tf(ms),
             unit: 'TFLOP/s',
-            reps,
+            reps: samples[i].length,
             check: verdict(checks[i], CHECK_TOLERANCE),
+            protocol: 'balanced',
             note: `${Math.min(...samples[i]).toFixed(2)}–${Math.max(...samples[i]).toFixed(2)} ms; ${v.method}, ${v.streams} stream(s); one epoch on ${checkP} patterns, update and error vs cpu.Mlp (float64): ${checks[i].toExponential(2)}`,
           });
         });
@@ -147,12 +156,12 @@ export const mlpFamily: BenchFamily = {
           c: empty('float32', s.m * s.n, { device: ctx.device }),
         }));
         try {
-          const per = timeInterleaved(
+          const per = timeBalanced(
             shapes.map((s, i) => () => {
               gemm(ins[i].a, ins[i].b, s.m, s.k, s.n, { method: 'cublas', out: ins[i].c });
             }),
             { device: ctx.device, reps, warmup: 1 },
-          ).map(median);
+          ).samples.map(median);
           const ms = 3 * per.reduce((a, b) => a + b, 0);
           rows.push({
             op: 'mlp',

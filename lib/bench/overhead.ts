@@ -257,6 +257,8 @@ export const overheadFamily: BenchFamily = {
   op: 'overhead',
   description: 'per-call wall clock from JS (calls/s) and host ↔ device transfers (GB/s), beside PyTorch and CuPy',
   reference: 'pytorch',
+  // Transfers of `--sizes` MiB between existing host and device arrays.
+  maxSize: { value: 4096, what: 'MiB' },
   plan,
   run(ctx: BenchContext): BenchRow[] {
     const rows: BenchRow[] = [];

@@ -4,7 +4,7 @@ import { empty, upload } from '../array';
 import { firstMismatch } from '../cpu/index';
 import { deviceCount } from '../device';
 import { canAccessPeer, copyViaHost, enablePeerAccess, peerCopy } from '../ops/peer';
-import { type BenchContext, type BenchFamily, median, timeInterleaved } from './harness';
+import { type BenchContext, type BenchFamily, median, timeBalanced } from './harness';
 import type { BenchRow } from './results';
 
 const MiB = 1 << 20;
@@ -26,6 +26,9 @@ export const peerFamily: BenchFamily = {
   op: 'peer',
   description: 'copy bandwidth between two GPUs: peerCopy (direct) vs copyViaHost (GB/s one way)',
   reference: 'via-host',
+  methodNames: () => METHODS,
+  // The source is filled from a host array of the same size.
+  maxSize: { value: 4096, what: 'MiB' },
   plan: (ctx) => peerSizes(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
     const count = deviceCount();
@@ -48,7 +51,7 @@ export const peerFamily: BenchFamily = {
       const outs = methods.map(() => empty('uint32', n, { device: dst }).fill(0));
       try {
         const reps = bytes >= 256 * MiB ? Math.min(ctx.reps, 10) : Math.max(ctx.reps, 20);
-        const samples = timeInterleaved(
+        const { samples } = timeBalanced(
           methods.map((m, i) => () => (m === 'peer' ? peerCopy(outs[i], a) : copyViaHost(outs[i], a))),
           { device: dst, reps, warmup: Math.max(1, ctx.warmup) },
         );

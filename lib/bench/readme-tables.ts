@@ -3,10 +3,10 @@
 // hand-written summary between `<!-- notes -->` and `<!-- /notes -->`, which report keeps. Each
 // table in the summary sits between `<!-- bench-table ID -->` and `<!-- /bench-table -->`; report
 // rewrites every such block, and a test fails when the page's blocks differ from what the result
-// files give.
-import type { BenchFile, BenchRow } from './results';
+// files give. Ratio columns come from pair rows only (the pair protocol): `—` where none was measured.
+import { rowFamily, type BenchFile, type BenchRow } from './results';
 import { runsMarkdown } from './report';
-import { copyReference, fmt, fmtRatio, sortSizes } from './summary';
+import { fmt, fmtSpread, pairRatioOf, sortSizes } from './summary';
 
 /** A column of times: `ms (rate)` of one method, the rate scaled (GFLOP/s → TFLOP/s, say). */
 interface MethodColumn {
@@ -20,7 +20,7 @@ interface MethodColumn {
   rateOnly?: boolean;
 }
 
-/** A column of ratios: rate of `num` over rate of `den` (or of the run's copy bandwidth). */
+/** A column of ratios: rate of `num` over rate of `den` (or of a 1 GiB copy), from the pair row of the two. */
 interface RatioColumn {
   header: string;
   num: string;
@@ -32,6 +32,8 @@ export interface ReadmeTable {
   /** The result file (GPU slug) the rows come from. */
   gpu: string;
   op: string;
+  /** The families whose rows it shows, the first preferred where two measured the same (default: op). */
+  families?: readonly string[];
   /** Header of the size column, and how a size label is shown. */
   sizeHeader: string;
   sizeLabel?: (size: string) => string;
@@ -50,7 +52,10 @@ const pow2 = (size: string) => {
 const square = (size: string) => `${size.split('x')[0]}²`;
 const mine = (m: string, dtype: string | undefined) => (dtype ? m.replace('{dtype}', dtype) : m);
 
-/** The summary tables, by block id. */
+/**
+ * The summary tables, by block id. A ratio column is a pair the family's claims measure (its
+ * `pairs`): PyTorch's epoch and the multi-GPU rows have none, so they get no ratio column.
+ */
 export const README_TABLES: Record<string, ReadmeTable> = {
   'ata-h100': {
     gpu: 'nvidia-h100-80gb-hbm3',
@@ -64,7 +69,6 @@ export const README_TABLES: Record<string, ReadmeTable> = {
       { header: 'tiled', method: 'tiled', scale: 1e-3 },
       { header: 'fast', method: 'fast', scale: 1e-3, bold: true },
       { header: 'fast vs DSYRK', num: 'fast', den: 'cublas-syrk' },
-      { header: 'fast vs DGEMM', num: 'fast', den: 'cublas' },
     ],
   },
   'gemm-h100': {
@@ -135,13 +139,13 @@ export const README_TABLES: Record<string, ReadmeTable> = {
       { header: 'custom, 4 streams', method: 'custom-s4' },
       { header: 'sgemm-cublas', method: 'sgemm-cublas' },
       { header: 'PyTorch', method: 'pytorch' },
-      { header: 'cublas vs PyTorch', num: 'cublas', den: 'pytorch' },
-      { header: 'cublas, 2 streams, vs PyTorch', num: 'cublas-s2', den: 'pytorch' },
     ],
   },
   'apsp-multi-h200': {
     gpu: 'nvidia-h200',
     op: 'apsp',
+    // The distributed family measured 32768 on one GPU and the band scheme again in a later run.
+    families: ['apsp-multi', 'apsp-dist'],
     sizeHeader: 'n',
     columns: [
       { header: '1 GPU fast', method: 'fast', scale: 1e-3 },
@@ -149,16 +153,16 @@ export const README_TABLES: Record<string, ReadmeTable> = {
       { header: '4 GPUs band', method: 'band-4gpu', scale: 1e-3, bold: true },
       { header: '2 GPUs replicated', method: 'replicated-2gpu', scale: 1e-3 },
       { header: '4 GPUs replicated', method: 'replicated-4gpu', scale: 1e-3 },
-      { header: '2 GPUs band vs 1', num: 'band-2gpu', den: 'fast' },
-      { header: '4 GPUs band vs 1', num: 'band-4gpu', den: 'fast' },
     ],
   },
 };
 
 /** A table's markdown, from the rows of its GPU's result file: `ms (rate)` cells, ratio columns, and the runs. */
 export function readmeTable(spec: ReadmeTable, file: BenchFile): string {
-  const rows = file.rows.filter((r) => r.op === spec.op);
-  const copy = copyReference(file.rows);
+  const families = spec.families ?? [spec.op];
+  const rank = (r: BenchRow) => families.indexOf(rowFamily(r));
+  const all = file.rows.filter((r) => r.op === spec.op && rank(r) >= 0);
+  const rows = all.filter((r) => r.protocol !== 'pair').sort((a, b) => rank(a) - rank(b));
   const find = (method: string, size: string): BenchRow | undefined =>
     rows.find((r) => r.method === method && r.size === size);
   const cell = (c: MethodColumn, r: BenchRow | undefined): string => {
@@ -168,19 +172,30 @@ export function readmeTable(spec: ReadmeTable, file: BenchFile): string {
     const marked = r.check === 'fail' ? `${text} check failed` : text;
     return c.bold ? `**${marked}**` : marked;
   };
+  const used: BenchRow[] = [];
   const ratio = (c: RatioColumn, dtype: string | undefined, size: string): string => {
-    const num = find(mine(c.num, dtype), size);
-    const den = c.den === 'copy' ? copy : find(mine(c.den, dtype), size);
-    if (!num || !den || !(den.rate > 0)) return '—';
-    const x = num.rate / den.rate;
-    return x < 0.01 ? '<0.01×' : fmtRatio(x);
+    const where = {
+      op: spec.op,
+      size,
+      method: mine(c.num, dtype),
+      versus: c.den === 'copy' ? 'copy' : mine(c.den, dtype),
+    };
+    const pair = all.find(
+      (r) =>
+        r.protocol === 'pair' &&
+        r.size === size &&
+        ((r.method === where.method && r.versus?.method === where.versus) ||
+          (r.method === where.versus && r.versus?.method === where.method)),
+    );
+    if (pair) used.push(pair);
+    return fmtSpread(pairRatioOf(all, where));
   };
   const methods = new Set(spec.columns.filter((c) => !isRatio(c)).map((c) => (c as MethodColumn).method));
   const body: string[][] = [];
-  const used: BenchRow[] = [];
   for (const dtype of spec.dtypes ?? [undefined]) {
     const mineHere = new Set([...methods].map((m) => mine(m, dtype)));
-    const sizes = sortSizes(rows.filter((r) => mineHere.has(r.method)).map((r) => r.size)).filter(
+    // Sizes with a table row, or a pair row, of this table's methods.
+    const sizes = sortSizes(all.filter((r) => mineHere.has(r.method)).map((r) => r.size)).filter(
       (s) => !spec.skipSizes?.includes(s),
     );
     for (const size of sizes) {

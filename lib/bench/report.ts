@@ -5,9 +5,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { writeChart } from './chart';
-import { describeGpuState } from './gpu-state';
-import type { BenchFile, BenchRow } from './results';
-import { copyReference, fmt, fmtRatio, rateRows, sortSizes, splitMethod, type FamilyMeta } from './summary';
+import { describeGpuDuring, describeGpuState } from './gpu-state';
+import { parseResultsFile, type BenchFile, type BenchRow } from './results';
+import { copyReference, fmt, fmtSpread, rateRows, sortSizes, splitMethod, type FamilyMeta } from './summary';
 
 /** A method of ours that does a report column's work: a name, or a name at another size. */
 export type OursCell = string | { method: string; size: string } | null;
@@ -26,7 +26,10 @@ export interface ReportTable {
   also?: string[];
   /** Dtype suffixes tried, in order, when a method name has no exact match. */
   dtypes?: string[];
-  /** Whether the report's work is ours: then `report ÷ ours` columns are shown. */
+  /**
+   * Whether the report's work is ours. No `report ÷ ours` column is shown for it any more: a ratio
+   * on a page comes from the pair protocol, and the report's GPU is not ours.
+   */
   compare?: boolean;
   note?: string;
 }
@@ -50,15 +53,20 @@ export interface GpuResults {
   file: BenchFile;
 }
 
-/** The result files of a folder (`<slug>.json`), in name order. */
+/**
+ * The result files of a folder (`<slug>.json`), in name order. A file that is not one (truncated,
+ * another shape) throws a ResultsFileError that names it.
+ */
 export function readResults(dir: string): GpuResults[] {
   if (!fs.existsSync(dir)) return [];
   return fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .sort()
-    .map((f) => ({ slug: f.replace(/\.json$/, ''), file: JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) }))
-    .filter((g): g is GpuResults => Array.isArray(g.file?.rows) && typeof g.file.device?.name === 'string');
+    .map((f) => {
+      const file = path.join(dir, f);
+      return { slug: f.replace(/\.json$/, ''), file: parseResultsFile(fs.readFileSync(file, 'utf8'), file) };
+    });
 }
 
 /** A markdown table. */
@@ -81,6 +89,7 @@ export function familyMarkdown(
   all: readonly BenchRow[],
 ): string {
   const rated = rateRows(meta, rows, all);
+  if (rated.length === 0) return '';
   const methods = [...new Set(rated.map((r) => splitMethod(r.method).base))];
   const dtypes = [...new Set(rated.map((r) => splitMethod(r.method).dtype ?? ''))];
   const sizes = sortSizes(rated.map((r) => r.size));
@@ -95,8 +104,8 @@ export function familyMarkdown(
         if (!r) return '—';
         const parts = [`${fmt(r.ms)} ms`, `${fmt(r.rate)} ${r.unit}`];
         if (r.reference === r.method) parts.push('reference');
-        else if (r.vsReference !== undefined) parts.push(`${fmtRatio(r.vsReference)} ref`);
-        if (r.vsCopy !== undefined) parts.push(`${fmtRatio(r.vsCopy)} copy`);
+        else if (r.vsReference !== undefined) parts.push(`${fmtSpread(r.vsReference)} ref`);
+        if (r.vsCopy !== undefined) parts.push(`${fmtSpread(r.vsCopy)} copy`);
         if (r.check !== 'ok' && r.check !== 'ref') parts.push(`**check ${r.check}**`);
         return parts.join('<br>');
       });
@@ -104,6 +113,32 @@ export function familyMarkdown(
     }
   }
   return mdTable([...(byDtype ? ['dtype'] : []), 'size', ...methods], out);
+}
+
+/**
+ * A family's pair rows (the pair protocol: two methods alone, in rounds of A A B B) as one table:
+ * the ratio of their rates (median over the rounds, min–max), each one's median time, and the SM
+ * clock and power over each one's runs. Empty where the family has none.
+ */
+export function pairsMarkdown(rows: readonly BenchRow[]): string {
+  const pairs = rows.filter((r) => r.protocol === 'pair' && r.versus && r.ratio);
+  if (pairs.length === 0) return '';
+  const order = sortSizes(pairs.map((r) => r.size));
+  const sorted = [...pairs].sort(
+    (a, b) => a.method.localeCompare(b.method) || order.indexOf(a.size) - order.indexOf(b.size),
+  );
+  const clocks = (r: BenchRow) => describeGpuDuring(r.gpuDuring).replace(/, \d+ samples?( over the batch)?$/, '$1');
+  return mdTable(
+    ['pair', 'size', 'rate ratio (min–max)', 'rounds', 'ms', 'clocks and power'],
+    sorted.map((r) => [
+      `${r.method} / ${r.versus!.method}`,
+      r.size,
+      fmtSpread(r.ratio),
+      String(r.ratio!.rounds),
+      `${fmt(r.ms)} / ${fmt(r.versus!.ms)}`,
+      `${clocks(r)} / ${clocks({ ...r, gpuDuring: r.versus!.gpuDuring })}`,
+    ]),
+  );
 }
 
 /**
@@ -143,7 +178,9 @@ function findOurs(
   dtypes: readonly string[] = [],
 ): BenchRow | undefined {
   for (const name of [method, ...dtypes.map((d) => `${method}-${d}`)]) {
-    const r = rows.find((x) => x.method === name && x.size === size && (x.check === 'ok' || x.check === 'ref'));
+    const r = rows.find(
+      (x) => x.method === name && x.size === size && x.protocol !== 'pair' && (x.check === 'ok' || x.check === 'ref'),
+    );
     if (r) return r;
   }
   return undefined;
@@ -151,17 +188,13 @@ function findOurs(
 
 /** A report's table with our numbers beside each column (and `also` methods after them). */
 export function comparisonMarkdown(table: ReportTable, gpu: string, ours: readonly BenchRow[], ourGpu: string): string {
-  const scale = table.unit === 's' ? 1000 : 1;
   const unitOf = (i: number) => table.units?.[i] ?? table.unit;
   const mapped = table.columns.map((_, i) => table.rows.some((r) => r.ours?.[i]));
   const head = [table.rowHeader];
   table.columns.forEach((c, i) => {
     const u = unitOf(i);
     head.push(`${c} (report${u ? `, ${u}` : ''})`);
-    if (mapped[i]) {
-      head.push(`ours, ms`);
-      if (table.compare) head.push('report ÷ ours');
-    }
+    if (mapped[i]) head.push(`ours, ms`);
   });
   for (const m of table.also ?? []) head.push(`ours: ${m}, ms`);
   const body = table.rows.map((row) => {
@@ -174,7 +207,6 @@ export function comparisonMarkdown(table: ReportTable, gpu: string, ours: readon
       const spec = typeof cell === 'string' ? { method: cell, size: row.size } : cell;
       const r = spec?.size ? findOurs(ours, spec.method, spec.size, table.dtypes) : undefined;
       cells.push(spec ? (r ? `${fmt(r.ms)} (${r.method})` : `not measured yet (${spec.method})`) : '—');
-      if (table.compare) cells.push(r && v ? fmtRatio((v * scale) / r.ms) : '—');
     });
     for (const m of table.also ?? []) {
       const r = row.size ? findOurs(ours, m, row.size, table.dtypes) : undefined;
@@ -229,8 +261,11 @@ export async function writeReport(opts: ReportOptions): Promise<string[]> {
       '. Edit those, not this file. -->',
     '',
     'Every figure is a median of CUDA-event timings after warm-up, each result checked on the device against a reference ' +
-      '(`npx cuda-kernels bench`). Cells give ms, the rate, and where they apply the ratio of the rate to the family’s ' +
-      'reference method at the same size (`ref`) and to the run’s device-to-device copy bandwidth (`copy`, largest copy measured).' +
+      '(`npx cuda-kernels bench`), the variants of a batch timed in a balanced order (each follows each equally often). ' +
+      'Cells give ms and the rate. A ratio comes only from the pair protocol (`bench --pair`: two methods alone, in rounds ' +
+      'of A A B B, so that neither is favoured by what ran before it): the median of the per-round ratios of the rates, ' +
+      'with their range, to the family’s reference method at the same size (`ref`) or to a 1 GiB device-to-device copy ' +
+      '(`copy`); no ratio is shown where no pair was measured.' +
       (opts.reports
         ? ` Beside each family, the tables of the report it grew from (transcribed in ${opts.reportsLink ?? 'reports.json'}), with our numbers for the same work.`
         : ''),
@@ -279,10 +314,16 @@ export async function writeReport(opts: ReportOptions): Promise<string[]> {
           notes.push(
             `ref = ${meta.reference}${rows.some((r) => splitMethod(r.method).dtype) ? ' of the same dtype' : ''}`,
           );
+        if (meta?.bandwidth && op !== 'copy')
+          notes.push('copy = a 1 GiB device-to-device copy, timed in the same rounds');
+        if (notes.length) md.push(`Ratios, from the pair protocol only, are rates over the ${notes.join('; ')}.`, '');
         if (meta?.bandwidth && op !== 'copy' && copy)
-          notes.push(`copy = ${fmt(copy.rate)} ${copy.unit} (${copy.size})`);
-        if (notes.length) md.push(`Ratios are rates over the ${notes.join('; ')}.`, '');
-        md.push(familyMarkdown(meta ?? { op }, rows, all), '', runsMarkdown(rows), '');
+          md.push(`This file's copy row: ${fmt(copy.rate)} ${copy.unit} (${copy.size}).`, '');
+        const table = familyMarkdown(meta ?? { op }, rows, all);
+        if (table) md.push(table, '');
+        const pairs = pairsMarkdown(rows);
+        if (pairs) md.push('Pair protocol:', '', pairs, '');
+        md.push(runsMarkdown(rows), '');
       }
       for (const table of reportEntry?.tables ?? []) {
         md.push(comparisonMarkdown(table, reportEntry!.gpu, rows, String(d.name)), '');

@@ -2,7 +2,7 @@
 // rate counted as bytes read plus written (2·n·bytes).
 import { dtypeBytes, dtypes, empty, type Dtype } from '../array';
 import { scan, scanMethods, type ScanMethod } from '../ops/scan';
-import { type BenchContext, type BenchFamily, benchVariants } from './harness';
+import { type BenchContext, type BenchFamily, benchVariants, withDtype } from './harness';
 import type { BenchRow } from './results';
 
 /** The (dtype, length) steps of a run: 2^30 for int32 only. */
@@ -19,6 +19,12 @@ export const scanFamily: BenchFamily = {
   // Method names carry the dtype (`fast-int32`), so each is compared with CUB on the same dtype.
   reference: 'cub',
   bandwidth: true,
+  pairs: [
+    { a: 'fast', b: 'cub', sizes: [2 ** 28] },
+    { a: 'fast', b: 'copy', sizes: [2 ** 28] },
+  ],
+  methodNames: () => scanMethods,
+  maxSize: { value: 2 ** 30, what: 'elements' },
   plan: (ctx) => steps(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
     const rows: BenchRow[] = [];
@@ -44,7 +50,7 @@ export const scanFamily: BenchFamily = {
         reps: ctx.reps,
       });
       // One row per method, dtype and length: the dtype goes into the method name.
-      rows.push(...batch.map((r) => ({ ...r, method: `${r.method}-${dtype}` })));
+      rows.push(...batch.map((r) => withDtype(r, dtype)));
     }
     return rows;
   },

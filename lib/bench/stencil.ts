@@ -5,7 +5,7 @@
 // sweeps, the host's checks of the residual and the checksum reduction.
 import { dtypeBytes, empty, type DeviceArray } from '../array';
 import { stencil, stencilMethods, type StencilMethod } from '../ops/stencil';
-import { type BenchContext, type BenchFamily, benchVariants } from './harness';
+import { type BenchContext, type BenchFamily, benchVariants, withDtype } from './harness';
 import type { BenchRow } from './results';
 
 const SIDES = [8, 16, 32, 256, 1024, 2048, 4096, 5120, 8192, 16384];
@@ -19,6 +19,10 @@ export const stencilFamily: BenchFamily = {
   description: `periodic 3×3 stencil, ${SWEEPS} sweeps (effective GB/s = 2·rows·cols·bytes·sweeps/time)`,
   reference: 'basic',
   bandwidth: true,
+  // Against a 1 GiB device copy: `fast` reads and writes less than a sweep's worth per sweep.
+  pairs: [{ a: 'fast', b: 'copy', sizes: [8192] }],
+  methodNames: () => stencilMethods,
+  maxSize: { value: 32768, what: 'per grid side' },
   plan: (ctx) => DTYPES.length * sidesFor(ctx).length,
   run(ctx: BenchContext): BenchRow[] {
     const sides = sidesFor(ctx);
@@ -56,11 +60,11 @@ export const stencilFamily: BenchFamily = {
             reps: cells >= 8192 * 8192 ? Math.min(ctx.reps, 5) : ctx.reps,
           });
           rows.push(
-            ...batch.map((r, i) => ({
-              ...r,
-              method: `${r.method}-${dtype}`,
-              note: sweeps[i] === SWEEPS ? r.note : `${r.note}; converged after ${sweeps[i]} sweeps`,
-            })),
+            ...batch.map((r) => {
+              const i = methods.indexOf(r.method as StencilMethod);
+              const note = sweeps[i] === SWEEPS ? r.note : `${r.note}; converged after ${sweeps[i]} sweeps`;
+              return { ...withDtype(r, dtype), note };
+            }),
           );
         } finally {
           ref.grid.free();

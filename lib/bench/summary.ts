@@ -1,7 +1,9 @@
 // What the bench table, the charts and the report derive from result rows: size labels parsed into
 // numbers, the dtype suffix of method names, and the ratios to the reference method and to `copy`.
-// Nothing here touches the GPU.
-import type { BenchRow } from './results';
+// Nothing here touches the GPU. A ratio the committed pages quote comes from a pair row (the pair
+// protocol, harness.ts's benchPair), never from two medians of a batch.
+import type { PairRatio } from './protocol';
+import { rowFamily, type BenchRow } from './results';
 
 /** What the tables and charts need to know about a family (the optional fields of BenchFamily). */
 export interface FamilyMeta {
@@ -75,37 +77,75 @@ export function sortSizes(labels: Iterable<string>): string[] {
 export function copyReference(rows: readonly BenchRow[]): BenchRow | undefined {
   let best: BenchRow | undefined;
   for (const r of rows) {
-    if (r.op !== 'copy' || r.check !== 'ok') continue;
+    if (r.op !== 'copy' || r.check !== 'ok' || r.protocol === 'pair') continue;
     if (!best || sizeValue(r.size) > sizeValue(best.size)) best = r;
   }
   return best;
 }
 
-/** A result row with its ratios: rate over the reference method's rate at the same size, and over copy's. */
-export interface RatedRow extends BenchRow {
-  reference?: string;
-  vsReference?: number;
-  vsCopy?: number;
+/**
+ * The pair protocol's ratio of `method`'s rate over `versus`'s at `size` in `rows` (op `op`, and
+ * family `family` where given): from the pair row of `method` against `versus`, or from the one of
+ * `versus` against `method`, inverted. Undefined where neither was measured.
+ */
+export function pairRatioOf(
+  rows: readonly BenchRow[],
+  where: { op: string; method: string; versus: string; size: string; family?: string },
+): PairRatio | undefined {
+  const find = (a: string, b: string) =>
+    rows.find(
+      (r) =>
+        r.protocol === 'pair' &&
+        r.ratio &&
+        r.op === where.op &&
+        r.size === where.size &&
+        r.method === a &&
+        r.versus?.method === b &&
+        (where.family === undefined || rowFamily(r) === where.family),
+    )?.ratio;
+  const direct = find(where.method, where.versus);
+  if (direct) return direct;
+  const reverse = find(where.versus, where.method);
+  return reverse && { median: 1 / reverse.median, min: 1 / reverse.max, max: 1 / reverse.min, rounds: reverse.rounds };
 }
 
-/** Adds the ratio columns to a family's rows; `all` is where the reference and copy rows are looked up. */
+/**
+ * A result row with its ratios to the family's reference method and to copy at the same size: from
+ * the pair protocol (`vsReference`, `vsCopy`, the ones pages quote), and as the ratio of the rates
+ * of one batch's medians (`batchVsReference`, `batchVsCopy`, for a run's own terminal table).
+ */
+export interface RatedRow extends BenchRow {
+  reference?: string;
+  vsReference?: PairRatio;
+  vsCopy?: PairRatio;
+  batchVsReference?: number;
+  batchVsCopy?: number;
+}
+
+/** Adds the ratio columns to a family's table rows; `all` is where the reference, copy and pair rows are looked up. */
 export function rateRows(
   meta: FamilyMeta | undefined,
   rows: readonly BenchRow[],
   all: readonly BenchRow[],
 ): RatedRow[] {
-  const byKey = new Map(all.map((r) => [`${r.op}\u0000${r.method}\u0000${r.size}`, r]));
-  const copy = meta?.bandwidth && meta.op !== 'copy' ? copyReference(all) : undefined;
-  return rows.map((r) => {
-    const reference = referenceFor(meta, r.method);
-    const ref = reference ? byKey.get(`${r.op}\u0000${reference}\u0000${r.size}`) : undefined;
-    return {
-      ...r,
-      reference,
-      vsReference: ref && ref.rate > 0 ? r.rate / ref.rate : undefined,
-      vsCopy: copy && copy.unit === r.unit && copy.rate > 0 ? r.rate / copy.rate : undefined,
-    };
-  });
+  const table = all.filter((r) => r.protocol !== 'pair');
+  const byKey = new Map(table.map((r) => [`${rowFamily(r)}\u0000${r.op}\u0000${r.method}\u0000${r.size}`, r]));
+  const copy = meta?.bandwidth && meta.op !== 'copy' ? copyReference(table) : undefined;
+  return rows
+    .filter((r) => r.protocol !== 'pair')
+    .map((r) => {
+      const reference = referenceFor(meta, r.method);
+      const ref = reference ? byKey.get(`${rowFamily(r)}\u0000${r.op}\u0000${reference}\u0000${r.size}`) : undefined;
+      const where = { op: r.op, method: r.method, size: r.size, family: rowFamily(r) };
+      return {
+        ...r,
+        reference,
+        vsReference: reference ? pairRatioOf(all, { ...where, versus: reference }) : undefined,
+        vsCopy: meta?.bandwidth && meta.op !== 'copy' ? pairRatioOf(all, { ...where, versus: 'copy' }) : undefined,
+        batchVsReference: ref && ref.rate > 0 ? r.rate / ref.rate : undefined,
+        batchVsCopy: copy && copy.unit === r.unit && copy.rate > 0 ? r.rate / copy.rate : undefined,
+      };
+    });
 }
 
 /** A number with about 3 significant digits, for tables (`0.0286`, `4.41`, `562.6`, `4882`). */
@@ -122,4 +162,12 @@ export function fmt(x: number | undefined): string {
 /** A ratio as `1.06×`. */
 export function fmtRatio(x: number | undefined): string {
   return x === undefined || !Number.isFinite(x) ? '—' : `${x.toFixed(2)}×`;
+}
+
+/** A pair ratio as `1.06× (1.03–1.08)`: the median of the per-round ratios and their range. */
+export function fmtSpread(x: PairRatio | undefined): string {
+  if (!x || !Number.isFinite(x.median)) return '—';
+  // Two decimals, or two significant digits below 0.1 (`0.0041×`).
+  const f = (v: number) => (v >= 0.1 ? v.toFixed(2) : v.toPrecision(2));
+  return `${f(x.median)}× (${f(x.min)}–${f(x.max)})`;
 }

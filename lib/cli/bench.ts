@@ -2,24 +2,18 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { createProgress, type Progress } from './progress';
+import { createProgress } from './progress';
 import { CHART_PACKAGES, requirePackages } from './optional';
 import { makeTable } from './table';
 
 import { deviceCount, deviceProperties, runtimeInfo } from '../device';
 import { writeChart } from '../bench/chart';
-import {
-  type BenchContext,
-  type BenchFamily,
-  type BenchRow,
-  deviceSummary,
-  families,
-  gpuSlug,
-  writeResults,
-} from '../bench/index';
-import { readGpuState } from '../bench/gpu-state';
-import { newRunStamp, type RunStamp } from '../bench/results';
-import { copyReference, fmt, fmtRatio, rateRows, sortSizes, type FamilyMeta } from '../bench/summary';
+import { type BenchFamily, type BenchRow, deviceSummary, families, gpuSlug } from '../bench/index';
+import { GpuSampler } from '../bench/gpu-state';
+import { planJobs, withPairs } from '../bench/options';
+import { newRunStamp, readResultsFile } from '../bench/results';
+import { clocksLine, rowSink, runJobs } from '../bench/run';
+import { copyReference, fmt, fmtRatio, fmtSpread, rateRows, sortSizes, type FamilyMeta } from '../bench/summary';
 
 export interface BenchOptions {
   sizes?: number[];
@@ -31,6 +25,10 @@ export interface BenchOptions {
   device: number;
   /** Skip the SVG and PNG charts. */
   charts?: boolean;
+  /** `--pair A,B`: only those two methods, in rounds of A A B B; `--pair` alone (true): each family's claims. */
+  pair?: boolean | string;
+  /** Rounds of the pair protocol (default 20). */
+  rounds?: number;
 }
 
 function currentCommit(): string {
@@ -45,22 +43,61 @@ function currentCommit(): string {
   }
 }
 
+/** Pair rows: each method against the other, the ratio of their rates over the rounds, and the clocks. */
+export function pairTable(rows: readonly BenchRow[]): string {
+  const t = makeTable([
+    'method',
+    'versus',
+    'size',
+    'ms',
+    'versus ms',
+    'rate ratio (min–max)',
+    'rounds',
+    'SM MHz',
+    'W',
+    'check',
+  ]);
+  const both = (a: number | undefined, b: number | undefined) =>
+    a === undefined && b === undefined
+      ? '—'
+      : `${a === undefined ? '—' : Math.round(a)} / ${b === undefined ? '—' : Math.round(b)}`;
+  for (const r of rows) {
+    if (r.protocol !== 'pair' || !r.versus || !r.ratio) continue;
+    const [a, b] = [r.gpuDuring, r.versus.gpuDuring];
+    t.push([
+      r.method,
+      r.versus.method,
+      r.size,
+      fmt(r.ms),
+      fmt(r.versus.ms),
+      fmtSpread(r.ratio),
+      String(r.ratio.rounds),
+      both(a?.smMHz.median, b?.smMHz.median),
+      both(a?.powerW.median, b?.powerW.median),
+      `${r.check} / ${r.versus.check}`,
+    ]);
+  }
+  return t.toString();
+}
+
 /** One table per family: ms, rate, unit, the ratio to the reference method and to copy, the check. */
 export function familyTable(meta: FamilyMeta | undefined, rows: readonly BenchRow[], all: readonly BenchRow[]): string {
+  if (rows.length > 0 && rows.every((r) => r.protocol === 'pair')) return pairTable(rows);
   const rated = rateRows(meta, rows, all);
-  const showCopy = rated.some((r) => r.vsCopy !== undefined);
+  const showCopy = rated.some((r) => r.batchVsCopy !== undefined);
   const refName = meta?.reference;
   const head = ['method', 'size', 'ms', 'rate', 'unit'];
-  if (refName) head.push(`vs ${refName}`);
-  if (showCopy) head.push('vs copy');
+  // This batch's medians against each other: a quick look, not a claim (claims come from --pair).
+  if (refName) head.push(`vs ${refName} (batch)`);
+  if (showCopy) head.push('vs copy (batch)');
   head.push('check');
   const t = makeTable(head);
   const order = sortSizes(rated.map((r) => r.size));
   const sorted = [...rated].sort((a, b) => order.indexOf(a.size) - order.indexOf(b.size));
   for (const r of sorted) {
     const cells = [r.method, r.size, fmt(r.ms), fmt(r.rate), r.unit];
-    if (refName) cells.push(r.reference === r.method ? 'ref' : fmtRatio(r.vsReference));
-    if (showCopy) cells.push(fmtRatio(r.vsCopy));
+    if (refName) cells.push(r.reference === r.method ? 'ref' : fmtRatio(r.batchVsReference));
+    if (showCopy) cells.push(fmtRatio(r.batchVsCopy));
     cells.push(r.check);
     t.push(cells);
   }
@@ -68,98 +105,81 @@ export function familyTable(meta: FamilyMeta | undefined, rows: readonly BenchRo
 }
 
 /**
- * Runs the families with a progress display; returns the rows per family in run order, each row
- * stamped with the run and the GPU's state before and after its family's part.
- */
-function runFamilies(
-  wanted: string[],
-  ctxFor: (name: string) => Omit<BenchContext, 'progress'>,
-  progress: Progress,
-  stamp: RunStamp,
-  pciBus: number,
-): [BenchFamily, BenchRow[]][] {
-  const results: [BenchFamily, BenchRow[]][] = [];
-  for (const name of wanted) {
-    const family = families[name];
-    const base = ctxFor(name);
-    const planned = family.plan ? family.plan({ ...base, progress: () => {} }) : undefined;
-    let seen = 0;
-    const ctx: BenchContext = {
-      ...base,
-      progress: (item) => {
-        seen++;
-        // A family without a plan, or one that steps more often than planned, grows the total.
-        if (planned === undefined || seen > planned) progress.grow(1);
-        progress.step(item);
-      },
-    };
-    const start = readGpuState(pciBus);
-    const rows = family.run(ctx);
-    const gpuState = { start, end: readGpuState(pciBus) };
-    results.push([family, rows.map((r) => ({ ...r, ...stamp, gpuState }))]);
-    if (planned !== undefined && seen < planned) progress.grow(seen - planned);
-  }
-  return results;
-}
-
-/**
  * `cuda-kernels bench [family...]`: runs the families with a progress bar, prints a table per
- * family, merges the rows into `<out>/<gpu-slug>.json` and draws `<out>/<gpu-slug>/<family>.svg`
- * and `.png` from the merged file.
+ * family, merges the rows into `<out>/<gpu-slug>.json` family by family and draws
+ * `<out>/<gpu-slug>/<family>.svg` and `.png` from the merged file. With `pair`, only two methods
+ * of each family, in rounds of A A B B ({@link benchPair}); without names, each family's claims.
  */
 export async function bench(
   names: string[],
   opts: BenchOptions,
   out: (line: string) => void = console.log,
 ): Promise<BenchRow[]> {
+  const pairing = opts.pair !== undefined && opts.pair !== false;
+  const everything = names.length === 0 || names.includes('all');
   // A copy: `copy` is prepended below, and `names` must keep saying what the caller asked for.
-  const wanted = names.length === 0 || names.includes('all') ? Object.keys(families) : [...names];
+  const wanted = everything ? Object.keys(families).filter((k) => !pairing || families[k].pairs) : [...names];
   for (const n of wanted) {
     if (!families[n])
       throw new RangeError(`unknown benchmark family ${JSON.stringify(n)}; known: ${Object.keys(families).join(', ')}`);
   }
+  if (pairing && wanted.length === 0) throw new RangeError(`--pair: no family has one (${withPairs(families)})`);
+  // The copy row is every figure's memory-bandwidth reference, so each run measures it (a pair run
+  // brings its own copy where it compares with one).
+  if (!pairing && !wanted.includes('copy')) wanted.unshift('copy');
+  // Every option, before anything touches the GPU.
+  const jobs = planJobs(families, wanted, names, opts);
   // Before the GPU work, not after it: a long run must not end on a missing chart package.
   if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
   if (deviceCount() === 0) {
     const reason = (runtimeInfo().noDeviceReason ?? 'no CUDA device').replace(/\s+/g, ' ');
     throw new Error(`cannot benchmark without a GPU: ${reason}`);
   }
-  // The copy row is every figure's memory-bandwidth reference, so each run measures it.
-  if (!wanted.includes('copy')) wanted.unshift('copy');
-  const base: Omit<BenchContext, 'progress'> = {
-    device: opts.device,
-    reps: opts.reps,
-    warmup: opts.warmup,
-    quick: opts.quick,
-    sizes: opts.sizes,
-    methods: opts.methods,
-  };
-  // Sizes and methods on the command line belong to the named families, not to the copy reference.
-  const ctxFor = (n: string) =>
-    n === 'copy' && !names.includes('copy') ? { ...base, sizes: undefined, methods: undefined } : base;
-  const planned = wanted.reduce((sum, n) => sum + (families[n].plan?.({ ...ctxFor(n), progress: () => {} }) ?? 0), 0);
+  if (opts.device >= deviceCount())
+    throw new RangeError(`--device ${opts.device}: there are ${deviceCount()} device(s), 0 to ${deviceCount() - 1}`);
+  const planned = jobs.reduce((sum, j) => sum + (j.family.plan?.({ ...j.ctx, progress: () => {} }) ?? 0), 0);
   const props = deviceProperties(opts.device);
   const stamp = newRunStamp(currentCommit());
+  const dir = path.resolve(opts.out);
+  const device = deviceSummary(props, { driver: runtimeInfo().driverVersion }) as Record<string, unknown> & {
+    name: string;
+  };
+  // The file this run merges into must be one (or not exist) and the folder writable: a run that
+  // cannot keep its rows should not start.
+  fs.mkdirSync(dir, { recursive: true });
+  fs.accessSync(dir, fs.constants.W_OK);
+  readResultsFile(path.join(dir, `${gpuSlug(props.name)}.json`));
+  const sink = rowSink(dir, device, stamp, out);
+  // CK_BENCH_SAMPLE_MS: the pause between nvidia-smi readings (default 100; 0 samples nothing).
+  const sampleMs = Number(process.env.CK_BENCH_SAMPLE_MS ?? 100);
+  let sampler: GpuSampler | undefined;
+  try {
+    sampler = sampleMs > 0 ? new GpuSampler(props.pciBusId, { intervalMs: sampleMs }) : undefined;
+  } catch {
+    sampler = undefined; // no worker threads: rows go without clocks
+  }
   const progress = createProgress(planned);
   let results: [BenchFamily, BenchRow[]][];
   try {
-    results = runFamilies(wanted, ctxFor, progress, stamp, props.pciBusId);
+    results = runJobs(jobs, progress, stamp, props.pciBusId, sink, sampler, out);
   } finally {
     progress.stop();
+    sampler?.stop();
   }
   const rows = results.flatMap(([, r]) => r);
 
-  const dir = path.resolve(opts.out);
-  const file = writeResults(
-    dir,
-    deviceSummary(props, { driver: runtimeInfo().driverVersion }) as never,
-    stamp.commit,
-    rows,
-  );
   for (const [family, familyRows] of results) {
     out(`\n${family.op}: ${family.description}`);
     out(familyTable(family, familyRows, rows));
   }
+  out(`\n${clocksLine(rows, sampler)}`);
+  if (sink.failure !== undefined) {
+    out(`\nrun ${stamp.run}: could not write ${path.join(dir, `${gpuSlug(props.name)}.json`)} (${sink.failure})`);
+    out(`its rows are in ${sink.file}`);
+    process.exitCode = 1;
+    return rows;
+  }
+  const file = sink.file;
   out(`\nrun ${stamp.run}: results merged into ${file}`);
 
   if (opts.charts !== false) {
@@ -167,7 +187,7 @@ export async function bench(
     const merged = (JSON.parse(fs.readFileSync(file, 'utf8')) as { rows: BenchRow[] }).rows;
     const chartDir = path.join(dir, gpuSlug(props.name));
     const copy = copyReference(merged);
-    for (const [family] of results) {
+    for (const family of new Set(results.map(([f]) => f))) {
       const familyRows = merged.filter((r) => r.op === family.op);
       const written = await writeChart(chartDir, family.op, familyRows, {
         title: `${family.op} on ${props.name}`,
@@ -180,6 +200,6 @@ export async function bench(
       out(`${family.op} chart: ${files.join(', ') || 'none'}${written.note ? ` (${written.note})` : ''}`);
     }
   }
-  if (rows.some((r) => r.check === 'fail')) process.exitCode = 1;
+  if (rows.some((r) => r.check === 'fail' || r.versus?.check === 'fail')) process.exitCode = 1;
   return rows;
 }

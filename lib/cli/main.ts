@@ -9,9 +9,11 @@ import { Command, InvalidArgumentError } from 'commander';
 import { BinaryLoadError } from '../loader';
 
 function intList(value: string): number[] {
+  // Decimal digits only: Number() also reads `0x10`, `1e300` and `' 5'`.
   return value.split(',').map((s) => {
     const n = Number(s);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`not a positive integer: ${s}`);
+    if (!/^[0-9]+$/.test(s) || !Number.isSafeInteger(n) || n <= 0)
+      throw new InvalidArgumentError(`not a positive decimal integer: ${s}`);
     return n;
   });
 }
@@ -60,6 +62,11 @@ program
   .argument('[families...]', 'families to run, or "all"', [])
   .option('--sizes <list>', 'comma-separated sizes (the family says what a size means)', intList)
   .option('--methods <list>', 'comma-separated methods', (v: string) => v.split(','))
+  .option(
+    '--pair [a,b]',
+    "time only methods a and b, alternating in both orders over many rounds (the protocol of every quoted ratio); without a,b each family's own claims",
+  )
+  .option('--rounds <n>', 'rounds of the pair protocol (each runs a, a, b, b)', positiveInt, 20)
   .option('--reps <n>', 'timed repetitions per item (median reported)', positiveInt, 10)
   .option('--warmup <n>', 'untimed runs before timing', positiveInt, 2)
   .option('--quick', 'small sizes only', false)
@@ -82,7 +89,11 @@ program
     '--readme <file>',
     'also regenerate the <!-- bench-table --> blocks of another file (those of the results README are always)',
   )
-  .action(async (opts: { results: string; out?: string; reports: string; charts: boolean; readme?: string }) => {
+  .option(
+    '--prose',
+    "also regenerate the <!-- pair --> ratios of the repository's prose (README, docs, CHANGELOG, sources)",
+  )
+  .action(async (opts: import('./report').ReportCliOptions) => {
     await (await import('./report')).report(opts);
   });
 

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 
 import { CHART_PACKAGES, requirePackages } from './optional';
 
+import { proseFiles, updatePairMarks } from '../bench/claims';
 import { notesBlock, updateReadmeTables, withNotes } from '../bench/readme-tables';
 import { readResults, writeReport, type ReportsFile } from '../bench/report';
 import type { FamilyMeta } from '../bench/summary';
@@ -36,8 +37,14 @@ export interface ReportCliOptions {
   out?: string;
   reports: string;
   charts?: boolean;
-  /** Another file whose `<!-- bench-table ID -->` blocks are regenerated too. */
+  /** Another file whose `<!-- bench-table ID -->` blocks and pair marks are regenerated too. */
   readme?: string;
+  /**
+   * Regenerate the pair marks (`<!-- pair … -->`, lib/bench/claims.ts) of the prose of the
+   * repository in the current folder from the result files: README.md, CHANGELOG.md, docs/,
+   * lib/ops/, native/.
+   */
+  prose?: boolean;
 }
 
 /**
@@ -61,7 +68,7 @@ export async function report(opts: ReportCliOptions, out: (line: string) => void
   // The summary's tables are regenerated before anything is written, so an error cannot lose it.
   const page = path.join(outDir, 'README.md');
   const oldNotes = fs.existsSync(page) ? notesBlock(fs.readFileSync(page, 'utf8')) : undefined;
-  const notes = oldNotes && updateReadmeTables(oldNotes, files);
+  const notes = oldNotes && updatePairMarks(updateReadmeTables(oldNotes, files), files);
   const reportsFile = path.resolve(opts.reports);
   const reports = fs.existsSync(reportsFile)
     ? (JSON.parse(fs.readFileSync(reportsFile, 'utf8')) as ReportsFile)
@@ -78,9 +85,23 @@ export async function report(opts: ReportCliOptions, out: (line: string) => void
   if (notes) fs.writeFileSync(page, withNotes(fs.readFileSync(page, 'utf8'), notes));
   if (opts.readme) {
     const text = fs.readFileSync(opts.readme, 'utf8');
-    const updated = updateReadmeTables(text, files);
+    const updated = updatePairMarks(updateReadmeTables(text, files), files);
     if (updated !== text) fs.writeFileSync(opts.readme, updated);
     written.push(path.resolve(opts.readme));
+  }
+  if (opts.prose) {
+    // Every mark first, then the writes: a mark naming a GPU without a result file writes nothing.
+    const root = process.cwd();
+    const changed = proseFiles(root)
+      .map((f) => path.join(root, f))
+      .filter((f) => f !== page)
+      .map((f) => {
+        const text = fs.readFileSync(f, 'utf8');
+        return { f, text, updated: updatePairMarks(text, files) };
+      })
+      .filter((x) => x.updated !== x.text);
+    for (const { f, updated } of changed) fs.writeFileSync(f, updated);
+    written.push(...changed.map((x) => x.f));
   }
   for (const f of written) out(`wrote ${path.relative(process.cwd(), f)}`);
   return written;

@@ -31,8 +31,8 @@ export interface GemmOptions {
 }
 
 /**
- * The variant `auto` runs: cuBLAS where it is available (on the H100 our `fast` reaches about 0.97×
- * of it at 4096³ and 8192³, see bench/results/), otherwise `fast`.
+ * The variant `auto` runs: cuBLAS where it is available (on the H100 our `fast` comes close to it at
+ * 4096³ and 8192³; bench/results/README.md has the pair-protocol ratio), otherwise `fast`.
  */
 export function gemmAutoMethod(): (typeof gemmMethods)[number] {
   return cublasInfo().available ? 'cublas' : 'fast';

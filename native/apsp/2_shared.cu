@@ -3,8 +3,8 @@
 // 2·bf + 1, and every phase reads its pivot rows and columns from shared memory; phase 3's step
 // for distances only is one VIADDMNMX on sm_90 (add_min.cuh).
 //
-// H100 (density 0.05, bench/results): 1323 ms at n = 16384 (3.32e12 relaxations/s, 2.05× basic),
-// 561.4 ms at 12288 (2.16×), 3.30 ms at 2048 (6.06×).
+// H100 (density 0.05, bench/results): 1323 ms at n = 16384 (3.32e12 relaxations/s), 561.4 ms at
+// 12288, 3.30 ms at 2048.
 //
 // Thread (ty, tx) owns element (ty, tx) of its tile: threadIdx.x runs along the columns, so at step k
 // a warp (one row) reads A[ty][k] — one address, a broadcast — and B[k][0..31], 32 consecutive words

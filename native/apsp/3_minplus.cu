@@ -4,8 +4,9 @@
 // shared memory with cp.async. Distances only (methods.cc runs 2_shared.cu's kernels with paths);
 // the multi-GPU schemes (multi.cc) call launchFastPivot and launchFastMinPlus on row bands.
 //
-// H100 (density 0.05, bench/results): 309.2 ms at n = 16384 (14.22e12 relaxations/s, 4.28× shared,
-// 97% of min-plus in registers with every SM busy), 135.7 ms at 12288 (4.14×), 2.01 ms at 2048 (1.64×).
+// H100 (density 0.05, bench/results): 309.2 ms at n = 16384 (14.22e12 relaxations/s, 97% of min-plus
+// in registers with every SM busy), 135.7 ms at 12288, 2.01 ms at 2048; its rate against `shared`,
+// from the pair protocol, is in bench/results/README.md.
 //
 // Phase 1 closes the 128×128 pivot block in one block of 1024 threads from shared memory. Phase 2
 // needs no k-by-k sweep: once the pivot block P holds the closure of its own vertices, the row panel

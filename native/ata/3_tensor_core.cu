@@ -5,8 +5,10 @@
 // only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split);
 // whole tiles leave through shared memory as bulk copies (BulkStore).
 // H100 (package bench, bench/results/logs/h100-eddfb60-ata4000-bench*, 8000²): 9.18 ms (56 TFLOP/s
-// of useful n³ flops, 83% of the FP64 tensor peak), 6.3× step 2, 1.19× cuBLAS DSYRK (+ mirror), and
-// 1.05-1.06× at 4000²; bench/dev/ata/NOTES.md has each version between.
+// of useful n³ flops, 83% of the FP64 tensor peak) when it ran right after `tiled`; alternated with
+// cuBLAS DSYRK (+ mirror) under the 700 W cap both take about 10.5 ms (issue 34). Its rate against
+// DSYRK, from the pair protocol, is in bench/results/README.md; bench/dev/ata/NOTES.md has each
+// version between.
 // Bench method: fast
 #include <algorithm>
 #include <climits>

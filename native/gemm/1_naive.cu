@@ -1,6 +1,6 @@
 // Step 1, one thread per element of C: each thread walks a row of A and a column of B in global
 // memory, so every operand is loaded k times from L2 or DRAM. The reference for correctness only.
-// H100 (bench/results, 4096³): 63.7 ms, 2.16 TFLOP/s, 0.043× cuBLAS.
+// H100 (bench/results, 4096³): 63.7 ms, 2.16 TFLOP/s (cuBLAS: 2.7 ms).
 // Bench method: naive
 #include <climits>
 #include <cstdint>

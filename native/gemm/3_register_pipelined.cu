@@ -2,8 +2,9 @@
 // pair of LDS.128 feeds 64 FFMAs; the pipeline written out by hand (fragments double-buffered in
 // registers, operands staged global → registers → two shared buffers, one barrier per k-slab). The
 // kernel template is in register_pipeline.cuh; this file picks the shipped shape.
-// H100 (bench/results, 4096³): 2.79 ms, 49.3 TFLOP/s (74% of the FFMA peak), 5.9× step 2,
-// 0.97× cuBLAS (TF32 off); bench/dev/gemm/NOTES.md has each version between.
+// H100 (bench/results, 4096³): 2.79 ms, 49.3 TFLOP/s (74% of the FFMA peak; step 2: 16.4 ms). Its
+// rate against cuBLAS (TF32 off), from the pair protocol, is in bench/results/README.md;
+// bench/dev/gemm/NOTES.md has each version between.
 // Bench method: fast
 #include <climits>
 #include <cstdint>

@@ -13,8 +13,8 @@ namespace gemm {
 namespace detail {
 
 // v2 (bench/dev/gemm/fast_variants.cu) leaves the scheduling of its shared-memory reads to ptxas
-// and its B copies to a 3-stage cp.async ring. This kernel writes the pipeline out by hand (measured 0.97×
-// cuBLAS on 4096³ and 8192³ against v2's 0.93×; bench/dev/gemm/NOTES.md has the numbers):
+// and its B copies to a 3-stage cp.async ring. This kernel writes the pipeline out by hand (faster
+// than v2 at 4096³ and 8192³; bench/dev/gemm/NOTES.md has the numbers):
 //  - fragments are double-buffered in registers: k + 1's A and B fragments are read from shared
 //    memory while the FFMAs of k run, so an FFMA never waits on an LDS it just issued;
 //  - both operands are staged global → registers → shared, in two shared buffers: slab t + 1 is

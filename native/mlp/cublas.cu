@@ -3,8 +3,8 @@
 // the weight-gradient GEMMs run on a side stream beside the input-gradient ones.
 //
 // H100, one full-batch epoch, sigmoid (bench/results, commit 2ccd49a): [784, 1024, 1024, 10] × 60000
-// patterns 13.37 ms (50.14 TFLOP/s, 1.00× PyTorch 2.11 on the same epoch), 13.03 ms on 2 streams
-// (1.03×); [4096, 4096, 4096, 4096] × 16384 87.66 ms (56.44 TFLOP/s, 1.02× PyTorch), 86.31 ms on 2
+// patterns 13.37 ms (50.14 TFLOP/s; PyTorch 2.11 on the same epoch 13.37 ms), 13.03 ms on 2 streams;
+// [4096, 4096, 4096, 4096] × 16384 87.66 ms (56.44 TFLOP/s; PyTorch 89.04 ms), 86.31 ms on 2
 // streams. cuBLAS SGEMM on the nets' own GEMM shapes alone took 14.43 and 97.04 ms.
 // Bench method: cublas, cublas-s2
 #include <algorithm>

@@ -2,7 +2,7 @@
 // atomic counter, scans it in registers, and one warp finds the tile's prefix from the states its
 // predecessors published (decoupled look-back, lookback.cuh), so every element is read and written
 // once: the traffic of a copy. Its limit: a block holds its SM slot while that warp walks back, so
-// the SM's loads stop during the walk (0.83× a device-to-device copy on the H100 at 2^28 int32);
+// the SM's loads stop during the walk (2424 GB/s on the H100 at 2^28 int32, a copy 2976 GB/s);
 // step 4 (4_persistent_lookback.cu) keeps loading during the walk, and falls back to this kernel
 // for small arrays and before sm_90.
 // Bench method: lookback

@@ -1,8 +1,9 @@
 // Step 4, ours: the same look-back (lookback.cuh), with a grid of resident blocks that each keep
 // six 32 KB tiles in flight in shared memory (persistent.cuh): a loader warp starts the next tiles'
 // bulk copies while the tile before them waits for its prefix, so the memory pipe never drains
-// during a walk. H100, 2^28 int32: 0.94× a device-to-device copy and 1.17× CUB (step 3: 0.83×,
-// 1.03×; bench/dev/scan/NOTES.md, third round).
+// during a walk. H100, 2^28 int32: its rate against a device-to-device copy and against CUB, from
+// the pair protocol, is in bench/results/README.md (bench/dev/scan/NOTES.md, third round, has the
+// tuning).
 // Bench method: fast
 #include <cstdint>
 

@@ -3,8 +3,8 @@
 // blocks looping over tiles (as many as the device keeps resident), and the exact residual of every
 // sweep reduced per block with one atomic.
 //
-// H100, 100 sweeps of box9 (bench/results, commit d76d5ab): float32 8192² 72.90 ms (736.5 GB/s,
-// 16.1× basic), 16384² 302.4 ms (710.2 GB/s, 14.9×); float64 8192² 83.53 ms (1285 GB/s, 15.8×).
+// H100, 100 sweeps of box9 (bench/results, commit d76d5ab): float32 8192² 72.90 ms (736.5 GB/s;
+// basic 1287 ms), 16384² 302.4 ms (710.2 GB/s); float64 8192² 83.53 ms (1285 GB/s).
 // Bench method: tiled
 #include "stencil/sweep.cuh"
 #include "stencil/variants.cuh"

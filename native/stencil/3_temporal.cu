@@ -4,9 +4,9 @@
 // so that run.cu can replay a pass that converged midway.
 //
 // H100, 100 sweeps of box9 (bench/results, commit 447ae06): float32 8192² 8.02 ms (6694 GB/s
-// effective, 9.09× tiled, 2.24× a device copy), 16384² 29.78 ms (7210 GB/s, 10.2× tiled, 2.41× copy);
-// float64 8192² 16.51 ms (6502 GB/s, 5.06× tiled, 2.17× copy). The first version of this kernel
-// (bench/dev/stencil/fast_v1.cuh) ran at 1.33× (float32) and 1.26× (float64) copy at 8192².
+// effective; tiled 72.90 ms), 16384² 29.78 ms (7210 GB/s); float64 8192² 16.51 ms (6502 GB/s); a
+// device copy moves about 2976 GB/s. Its rate against a 1 GiB copy, from the pair protocol, is in
+// bench/results/README.md.
 //
 // fast: temporal blocking. A block loads a (TY + 2S)×(TX + 2S) tile — its TY×TX output cells plus an
 // S-cell halo — once, then runs up to S sweeps between two shared-memory buffers. Sweep s is valid
@@ -14,8 +14,7 @@
 // exact without any exchange between blocks.
 //
 // What makes it fast (issue 19; bench/dev/stencil/NOTES.md has the measurements;
-// bench/dev/stencil/fast_v1.cuh describes the kernel it replaced, at 1.3–1.45× copy where this one
-// reaches 2.2–2.5×):
+// bench/dev/stencil/fast_v1.cuh describes the kernel it replaced):
 // - Each sweep writes its result one row up and one column left of where the cell is: cell (q, p) of
 //   sweep s is the stencil of cells (q..q+2, p..p+2) of sweep s − 1. The valid region then always
 //   starts at (0, 0) and only shrinks at its right and bottom edges, so every thread's group of C
