@@ -75,7 +75,7 @@ export interface Compiler {
   compileAsync(job: CompileJob): Promise<CompiledCode>;
 }
 
-/** Where the answer of {@link KernelCache.get} came from. */
+/** Where a compilation came from: the memory of this process, the disk cache, or the compiler. */
 export type CacheSource = 'memory' | 'disk' | 'compiled';
 
 /** What the cache did so far in this process. */
