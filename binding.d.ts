@@ -156,6 +156,16 @@ export interface NativeKernelInfo {
   binaryVersion: number;
 }
 
+export interface NativeKernelDeviceInfo {
+  major: number;
+  minor: number;
+  smCount: number;
+  maxThreadsPerBlock: number;
+  maxBlockDim: [number, number, number];
+  maxGridDim: [number, number, number];
+  sharedMemPerBlockOptin: number;
+}
+
 export interface NativeCommState {
   ready: boolean;
   pending: number;
@@ -563,6 +573,8 @@ export interface NativeBinding {
     params: Uint8Array,
     ...arrays: (BufferHandle | null)[]
   ): void;
+  /** What compiling for and launching on `device` needs, from single attribute queries. */
+  kernelsDeviceInfo(device: number): NativeKernelDeviceInfo;
   /** Whether device `a` can access device `b`'s memory. */
   peerCanAccess(a: number, b: number): boolean;
   /** Enables peer access between `a` and `b`, both directions; idempotent. */

@@ -188,6 +188,9 @@ extern "C" __global__ void declaredFirst(int n) {}
     expect(!f.ok && f.reason).toMatch(/overloaded.*options.signatures/);
     const tooMany = kernelSignature('g<int, int>', overloaded, {});
     expect(!tooMany.ok && tooMany.reason).toMatch(/does not fit/);
+    expect(!tooMany.ok && tooMany.kind).toBe('unknown');
+    const byValue = kernelSignature('s', findKernels('extern "C" __global__ void s(Weights w) {}'), {});
+    expect(byValue).toMatchObject({ ok: false, kind: 'unsupported' });
   });
 
   test('name expressions', () => {

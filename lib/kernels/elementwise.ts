@@ -3,7 +3,6 @@
 // one instance per combination of dtypes and array/scalar arguments (through the kernel cache), and
 // launch it on the arrays' device.
 import { type DeviceArray, DeviceArray as DeviceArrayClass, type Dtype, empty } from '../array';
-import { deviceProperties } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import {
   arrayOn,
@@ -17,7 +16,7 @@ import {
   type SpecParam,
   TypeBinding,
 } from './generated';
-import { compile, type Kernel } from './module';
+import { compile, deviceLimits, type Kernel } from './module';
 
 /** What {@link elementwise} builds a kernel from. */
 export interface ElementwiseSpec extends GeneratedCompileOptions {
@@ -188,7 +187,6 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
     cache: spec.cache,
   };
   const instances = new Map<string, { kernel: Kernel; source: string }>();
-  const smCounts = new Map<number, number>();
 
   const analyse = (args: unknown[]): Call => {
     let options: ElementwiseCallOptions = {};
@@ -286,8 +284,7 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
     });
     try {
       if (call.n > 0) {
-        let sms = smCounts.get(call.device);
-        if (sms === undefined) smCounts.set(call.device, (sms = deviceProperties(call.device).smCount));
+        const sms = deviceLimits(call.device).smCount;
         const grid = Math.max(1, Math.min(Math.ceil(call.n / BLOCK), sms * 8));
         kernel.launch(
           { grid, block: BLOCK, device: call.device },

@@ -4,9 +4,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import type { BufferHandle, KernelHandle, LibraryHandle } from '../../binding';
+import type { BufferHandle, KernelHandle, LibraryHandle, NativeKernelDeviceInfo } from '../../binding';
 import { DeviceArray } from '../array';
-import { type DeviceProperties, deviceProperties } from '../device';
+import { checkDevice } from '../device';
 import { CudaError, typeError } from '../errors';
 import { native } from '../native';
 import {
@@ -75,17 +75,19 @@ export function kernelCacheInfo(): KernelCacheInfo {
 /** Loaded code by cache key: a second compile of the same source loads nothing. Kept for the process. */
 const loaded = new Map<string, LibraryHandle>();
 
-const properties = new Map<number, DeviceProperties>();
+const properties = new Map<number, NativeKernelDeviceInfo>();
 
-/** A device's properties, read once per process. */
-function props(device: number): DeviceProperties {
+/** @internal What compiling for and launching on a device needs, read once per process. */
+export function deviceLimits(device: number): NativeKernelDeviceInfo {
   let p = properties.get(device);
   if (p === undefined) {
-    p = deviceProperties(device);
+    p = native.kernelsDeviceInfo(checkDevice(device));
     properties.set(device, p);
   }
   return p;
 }
+
+const props = deviceLimits;
 
 function deviceArch(device: number): number {
   const p = props(device);
@@ -198,9 +200,8 @@ export class Module {
       signature === undefined ? this.#options.signatures : { ...this.#options.signatures, [name]: signature };
     const sig = kernelSignature(name, this.#declarations, signatures);
     if (!sig.ok) {
-      if (/cannot be passed|reference|template types|function pointers|cannot read/.test(sig.reason))
-        throw new TypeError(`${this.name}: kernel ${name}: ${sig.reason}`);
-      throw new RangeError(`${this.name}: kernel ${name}: ${sig.reason}`);
+      const message = `${this.name}: kernel ${name}: ${sig.reason}`;
+      throw sig.kind === 'unsupported' ? new TypeError(message) : new RangeError(message);
     }
     const wanted = normalizeExpression(name);
     const expression = this.#options.nameExpressions.find((e) => normalizeExpression(e) === wanted);

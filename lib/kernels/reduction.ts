@@ -4,7 +4,6 @@
 // then a second pass over the blocks' partials), with no atomics, so float results never depend on
 // timing (they do depend on the device's SM count, which sets the number of blocks).
 import { type DeviceArray, DeviceArray as DeviceArrayClass, type Dtype, dtypes, empty } from '../array';
-import { deviceProperties } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import {
   arrayOn,
@@ -18,7 +17,7 @@ import {
   type SpecParam,
   TypeBinding,
 } from './generated';
-import { compile, type Kernel } from './module';
+import { compile, deviceLimits, type Kernel } from './module';
 
 /** What {@link reduction} builds a kernel from. */
 export interface ReductionSpec extends GeneratedCompileOptions {
@@ -305,7 +304,6 @@ export function reduction(spec: ReductionSpec): ReductionKernel {
     cache: spec.cache,
   };
   const instances = new Map<string, { kernels: Record<string, Kernel>; source: string }>();
-  const smCounts = new Map<number, number>();
 
   const analyse = (args: unknown[]): Call => {
     let options: ReductionCallOptions = {};
@@ -399,8 +397,7 @@ export function reduction(spec: ReductionSpec): ReductionKernel {
     const result = call.out ?? empty(call.outType, call.outLength, { device: call.device });
     const temps: DeviceArray[] = [];
     try {
-      let sms = smCounts.get(call.device);
-      if (sms === undefined) smCounts.set(call.device, (sms = deviceProperties(call.device).smCount));
+      const sms = deviceLimits(call.device).smCount;
       const device = call.device;
       const scalars = args.filter((_, k) => !call.arrays[k]);
       if (call.axis === undefined) {

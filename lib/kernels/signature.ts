@@ -254,7 +254,9 @@ export function instantiate(decl: KernelDeclaration, args: readonly string[]): s
 
 /** What {@link kernelSignature} found for a kernel name. */
 export type SignatureLookup =
-  { ok: true; params: ParsedParam[]; source: 'declaration' | 'signatures' } | { ok: false; reason: string };
+  | { ok: true; params: ParsedParam[]; source: 'declaration' | 'signatures' }
+  /** `unsupported`: a parameter cannot be passed from JavaScript; `unknown`: the parameters cannot be told. */
+  | { ok: false; kind: 'unsupported' | 'unknown'; reason: string };
 
 /**
  * The parameters of the kernel `name` (an extern "C" name or a name expression such as
@@ -279,17 +281,22 @@ export function kernelSignature(
     }
     if (lists.size === 1) return { ok: true, params: parseParamList([...lists][0]), source: 'declaration' };
     if (lists.size > 1)
-      return { ok: false, reason: `${base} is overloaded: give its parameters in options.signatures['${name}']` };
+      return {
+        ok: false,
+        kind: 'unknown',
+        reason: `${base} is overloaded: give its parameters in options.signatures['${name}']`,
+      };
     const anyNamed = kernels.some((k) => k.name === base);
     return {
       ok: false,
+      kind: 'unknown',
       reason: anyNamed
         ? `the declaration of ${base} does not fit ${name}: give its parameters in options.signatures['${name}']`
         : `no __global__ function ${base} was found in the source` +
           (kernels.length ? ` (found: ${[...new Set(kernels.map((k) => k.name))].join(', ')})` : ''),
     };
   } catch (e) {
-    if (e instanceof UnsupportedParam) return { ok: false, reason: e.message };
+    if (e instanceof UnsupportedParam) return { ok: false, kind: 'unsupported', reason: e.message };
     throw e;
   }
 }

@@ -27,8 +27,11 @@ const napi_type_tag kKernelTag = {0x6375646b6e767274ULL, 0x2e6b65726e656c31ULL};
 constexpr int kDefaultSharedLimit = 48 * 1024;
 
 // Loaded code stays loaded for the life of the process: a launch still queued could be using it, and
-// cudaLibraryUnload does not wait for the stream. lib/kernels loads each distinct binary once.
+// cudaLibraryUnload does not wait for the stream. lib/kernels loads each distinct binary once. The
+// image is kept with it (never freed, like the library): with lazy loading the driver may read it
+// when a kernel first runs in another device's context.
 struct LibraryState {
+  std::vector<uint8_t> image;
   nvrtc::Library library = nullptr;
 };
 
@@ -227,9 +230,10 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   const bool ptx = info[2].As<Napi::Boolean>().Value();
   return guard(env, [&]() -> Napi::Value {
     auto state = std::make_unique<LibraryState>();
-    state->library = nvrtc::loadLibrary(device, code.Data(), code.ByteLength(), ptx);
-    auto handle = Napi::External<LibraryState>::New(env, state.release(),
-                                                    [](Napi::Env, LibraryState* dead) { delete dead; });
+    state->image.assign(code.Data(), code.Data() + code.ByteLength());
+    state->library = nvrtc::loadLibrary(device, state->image.data(), state->image.size(), ptx);
+    // Not deleted with the handle: the library it describes is never unloaded (see LibraryState).
+    auto handle = Napi::External<LibraryState>::New(env, state.release());
     handle.TypeTag(&kLibraryTag);
     return handle;
   });
@@ -366,6 +370,41 @@ Napi::Value kernelsLaunch(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// kernelsDeviceInfo(device) -> { major, minor, smCount, maxThreadsPerBlock, maxBlockDim, maxGridDim,
+// sharedMemPerBlockOptin }: what compiling for and launching on a device needs, from single attribute
+// queries (cudaGetDeviceProperties fills every field and costs far more: a first call in a fresh
+// process should not pay for it).
+Napi::Value kernelsDeviceInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int device = intArg(info, 0, "device");
+  return guard(env, [&]() -> Napi::Value {
+    useDevice(device);
+    const auto attr = [&](cudaDeviceAttr a, const char* name) {
+      int v = 0;
+      check(cudaDeviceGetAttribute(&v, a, device), name);
+      return v;
+    };
+    auto o = Napi::Object::New(env);
+    o.Set("major", attr(cudaDevAttrComputeCapabilityMajor, "cudaDeviceGetAttribute(ComputeCapabilityMajor)"));
+    o.Set("minor", attr(cudaDevAttrComputeCapabilityMinor, "cudaDeviceGetAttribute(ComputeCapabilityMinor)"));
+    o.Set("smCount", attr(cudaDevAttrMultiProcessorCount, "cudaDeviceGetAttribute(MultiProcessorCount)"));
+    o.Set("maxThreadsPerBlock",
+          attr(cudaDevAttrMaxThreadsPerBlock, "cudaDeviceGetAttribute(MaxThreadsPerBlock)"));
+    auto block = Napi::Array::New(env, 3), grid = Napi::Array::New(env, 3);
+    block.Set(0u, attr(cudaDevAttrMaxBlockDimX, "cudaDeviceGetAttribute(MaxBlockDimX)"));
+    block.Set(1u, attr(cudaDevAttrMaxBlockDimY, "cudaDeviceGetAttribute(MaxBlockDimY)"));
+    block.Set(2u, attr(cudaDevAttrMaxBlockDimZ, "cudaDeviceGetAttribute(MaxBlockDimZ)"));
+    grid.Set(0u, attr(cudaDevAttrMaxGridDimX, "cudaDeviceGetAttribute(MaxGridDimX)"));
+    grid.Set(1u, attr(cudaDevAttrMaxGridDimY, "cudaDeviceGetAttribute(MaxGridDimY)"));
+    grid.Set(2u, attr(cudaDevAttrMaxGridDimZ, "cudaDeviceGetAttribute(MaxGridDimZ)"));
+    o.Set("maxBlockDim", block);
+    o.Set("maxGridDim", grid);
+    o.Set("sharedMemPerBlockOptin", attr(cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                         "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)"));
+    return o;
+  });
+}
+
 }  // namespace
 
 void registerNvrtc(Napi::Env env, Napi::Object exports) {
@@ -376,6 +415,7 @@ void registerNvrtc(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelsLoad", Napi::Function::New(env, kernelsLoad, "kernelsLoad"));
   exports.Set("kernelsGetKernel", Napi::Function::New(env, kernelsGetKernel, "kernelsGetKernel"));
   exports.Set("kernelsLaunch", Napi::Function::New(env, kernelsLaunch, "kernelsLaunch"));
+  exports.Set("kernelsDeviceInfo", Napi::Function::New(env, kernelsDeviceInfo, "kernelsDeviceInfo"));
 }
 
 }  // namespace ck

@@ -62,12 +62,14 @@ KernelAttributes getKernel(Library library, int device, const std::string& name)
   CK_CUDA(cudaFuncGetAttributes(&k.attributes, reinterpret_cast<const void*>(kernel)));
 #if CUDART_VERSION >= 13000
   // The parameters as compiled, to check the layout the caller will pack against: asking past the
-  // last one is how their count is found (cudaErrorInvalidValue, not sticky).
+  // last one is how their count is found (cudaErrorInvalidValue, not sticky). Any other answer, or
+  // none at all, leaves the layout unchecked rather than refusing a kernel for the runtime's sake.
   for (size_t i = 0; i < 4096; ++i) {
     size_t offset = 0, size = 0;
-    if (cudaFuncGetParamInfo(reinterpret_cast<const void*>(kernel), i, &offset, &size) != cudaSuccess) {
+    const cudaError_t e = cudaFuncGetParamInfo(reinterpret_cast<const void*>(kernel), i, &offset, &size);
+    if (e != cudaSuccess) {
       cudaGetLastError();
-      k.paramsKnown = true;
+      k.paramsKnown = e == cudaErrorInvalidValue && i > 0;
       break;
     }
     k.paramSizes.push_back(size);
