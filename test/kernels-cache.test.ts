@@ -216,8 +216,8 @@ describe('memory and disk', () => {
       cache.getAsync(request()),
     ]);
     expect(compiler.compiles).toBe(1);
-    expect(a.from).toBe('compiled');
-    expect([b.from, c.from]).toEqual(['memory', 'memory']);
+    // Whichever reached the compiler first compiled; the others waited for it.
+    expect([a.from, b.from, c.from].sort()).toEqual(['compiled', 'memory', 'memory']);
     expect(Buffer.from(b.code.code).equals(Buffer.from(a.code.code))).toBe(true);
     const fresh = makeCache();
     expect((await fresh.cache.getAsync(request())).from).toBe('disk');

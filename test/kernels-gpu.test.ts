@@ -226,7 +226,7 @@ __global__ void scale(T* x, T a, long long n) {
         // In place.
         axpy(dx, dy, a, { out: dy });
         expectClose(d, dy.toHostSync(), want, 2);
-        using r = reverse(dx) as ck.DeviceArray;
+        using r = reverse(dx, { size: n }) as ck.DeviceArray; // only raw arrays: the length is given
         expect(Array.from(r.toHostSync())).toEqual(Array.from(x).reverse());
       }
     using a3 = ck.upload(new Float32Array(3));
