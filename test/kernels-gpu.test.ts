@@ -9,6 +9,7 @@ import * as path from 'node:path';
 
 // A cache folder of this suite's own, read when the first compile creates the cache.
 const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kernels-gpu-'));
+const cacheDirBefore = process.env.CUDA_KERNELS_CACHE_DIR;
 process.env.CUDA_KERNELS_CACHE_DIR = cacheDir;
 
 import * as ck from '../lib';
@@ -26,6 +27,9 @@ const C_TYPE: Record<Dtype, string> = { float32: 'float', float64: 'double', int
 const HOST = { float32: Float32Array, float64: Float64Array, int32: Int32Array, uint32: Uint32Array } as const;
 
 afterAll(() => {
+  // The suites after this one run in the same process (jest -i): they get the environment back.
+  if (cacheDirBefore === undefined) delete process.env.CUDA_KERNELS_CACHE_DIR;
+  else process.env.CUDA_KERNELS_CACHE_DIR = cacheDirBefore;
   fs.rmSync(cacheDir, { recursive: true, force: true });
 });
 
