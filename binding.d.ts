@@ -26,6 +26,16 @@ export interface CommHandle {
   readonly __brand: 'cuda-kernels.comm';
 }
 
+/** Opaque handle to code compiled by NVRTC and loaded (kernelsLoad); never unloaded. */
+export interface LibraryHandle {
+  readonly __brand: 'cuda-kernels.library';
+}
+
+/** Opaque handle to one kernel of loaded code on one device, with its packed-argument layout. */
+export interface KernelHandle {
+  readonly __brand: 'cuda-kernels.kernel';
+}
+
 /** Element type codes: 0 float32, 1 float64, 2 int32, 3 uint32. */
 export type DtypeCode = 0 | 1 | 2 | 3;
 
@@ -101,6 +111,59 @@ export interface NativeNcclInfo {
   version?: string;
   code?: string;
   reason?: string;
+}
+
+export interface NativeNvrtcInfo {
+  available: boolean;
+  path?: string;
+  /** major.minor */
+  version?: string;
+  /** realpath|size|mtime of the loaded library file. */
+  identity?: string;
+  archs?: number[];
+  includeDirs: string[];
+  code?: string;
+  reason?: string;
+}
+
+/** One NVRTC compilation: a failure is a result (ok false), not an exception. */
+export interface NativeCompileResult {
+  ok: boolean;
+  /** NVRTC_SUCCESS or the first failing call's result name. */
+  result: string;
+  failedCall: string;
+  log: string;
+  /** The cubin, or the PTX with its terminating NUL (empty on failure). */
+  code: Uint8Array;
+  /** One lowered name per name expression. */
+  lowered: string[];
+}
+
+export interface NativeKernelInfo {
+  kernel: KernelHandle;
+  /** Where each parameter goes in the packed buffer. */
+  offsets: number[];
+  bytes: number;
+  /** Whether the runtime reported the compiled parameters (and so checked the layout). */
+  paramsChecked: boolean;
+  maxThreadsPerBlock: number;
+  sharedSizeBytes: number;
+  maxDynamicSharedSizeBytes: number;
+  constSizeBytes: number;
+  localSizeBytes: number;
+  numRegs: number;
+  ptxVersion: number;
+  binaryVersion: number;
+}
+
+export interface NativeKernelDeviceInfo {
+  major: number;
+  minor: number;
+  smCount: number;
+  maxThreadsPerBlock: number;
+  maxBlockDim: [number, number, number];
+  maxGridDim: [number, number, number];
+  sharedMemPerBlockOptin: number;
 }
 
 export interface NativeCommState {
@@ -483,6 +546,55 @@ export interface NativeBinding {
     maxWeight: number,
     seed: number,
   ): void;
+  /** NVRTC's state (loads it once per process); never throws. */
+  nvrtcInfo(): NativeNvrtcInfo;
+  /** What identifies the NVRTC that would compile, without loading it when the file can be found by looking. */
+  nvrtcLocate(): { identity: string | null; includeDirs: string[]; loaded: boolean };
+  nvrtcCompile(
+    source: string,
+    name: string,
+    options: string[],
+    headerNames: string[],
+    headerSources: string[],
+    nameExpressions: string[],
+    ptx: boolean,
+  ): NativeCompileResult;
+  /** The same on a libuv pool thread. */
+  nvrtcCompileAsync(
+    source: string,
+    name: string,
+    options: string[],
+    headerNames: string[],
+    headerSources: string[],
+    nameExpressions: string[],
+    ptx: boolean,
+  ): Promise<NativeCompileResult>;
+  /** Loads a cubin (or NUL-terminated PTX) with cudaLibraryLoadData. */
+  kernelsLoad(device: number, code: Uint8Array, ptx: boolean): LibraryHandle;
+  /**
+   * The kernel `name` of `library` on `device`; `layout` holds [size, kind] per parameter (kind 0
+   * scalar, 1 pointer read, 2 pointer written). Refuses a layout the compiled kernel contradicts.
+   */
+  kernelsGetKernel(
+    library: LibraryHandle,
+    device: number,
+    name: string,
+    displayName: string,
+    layout: Int32Array,
+    paramNames: string[],
+  ): NativeKernelInfo;
+  /**
+   * Queues the kernel on its device's library stream: config [gx, gy, gz, bx, by, bz, sharedMem], the
+   * scalars packed in `params` at the kernel's offsets, one array (or null) per pointer parameter.
+   */
+  kernelsLaunch(
+    kernel: KernelHandle,
+    config: Uint32Array,
+    params: Uint8Array,
+    ...arrays: (BufferHandle | null)[]
+  ): void;
+  /** What compiling for and launching on `device` needs, from single attribute queries. */
+  kernelsDeviceInfo(device: number): NativeKernelDeviceInfo;
   /** Whether device `a` can access device `b`'s memory. */
   peerCanAccess(a: number, b: number): boolean;
   /** Enables peer access between `a` and `b`, both directions; idempotent. */

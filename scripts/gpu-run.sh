@@ -2,7 +2,7 @@
 # Runs on a GPU host that has CUDA but no Node.js (see gpu-bundle.sh): unpacks the bundle, then
 # runs the requested steps, writing logs and result files into OUTDIR.
 #
-#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [soak] [bench] [torch]
+#   bash scripts/gpu-run.sh OUTDIR [info] [test] [sanitize] [soak] [bench] [torch] [kernels-py]
 #
 # CK_BENCH_ARGS   arguments for `cuda-kernels bench` (default: all)
 # CK_JEST_ARGS    extra jest arguments (e.g. a test path) for the test and sanitize steps
@@ -44,6 +44,15 @@ if [ -f /usr/include/nccl.h ] || [ -f /usr/local/cuda/include/nccl.h ]; then
     note "nccl_check.cc: declarations match nccl.h"
   else
     note "nccl_check.cc: MISMATCH (see nccl-check.log)"
+  fi
+fi
+
+# The same proof for NVRTC (native/nvrtc/nvrtc.h against the toolkit's nvrtc.h).
+if [ -f /usr/local/cuda/include/nvrtc.h ]; then
+  if g++ -std=c++17 -fsyntax-only -I/usr/local/cuda/include -Inative native/nvrtc/nvrtc_check.cc 2> "$out/nvrtc-check.log"; then
+    note "nvrtc_check.cc: declarations match nvrtc.h"
+  else
+    note "nvrtc_check.cc: MISMATCH (see nvrtc-check.log)"
   fi
 fi
 
@@ -92,6 +101,13 @@ for step in $steps; do
       # PyTorch's epoch time for the MLP benchmark's nets on this GPU (bench/dev/mlp/torch_mlp.py).
       python3 bench/dev/mlp/torch_mlp.py ${CK_TORCH_ARGS:-} > "$out/torch-mlp.log" 2>&1
       note "torch mlp: exit $? (torch-mlp.log)"
+      ;;
+    kernels-py)
+      # CuPy's and PyTorch's run-time compiled kernels on this GPU, beside `bench kernels`
+      # (bench/dev/kernels/cupy_kernels.py; bench/dev/kernels/merge.js merges its rows).
+      # shellcheck disable=SC2086
+      python3 bench/dev/kernels/cupy_kernels.py ${CK_KERNELS_PY_ARGS:-} > "$out/cupy-kernels.jsonl" 2> "$out/cupy-kernels.log"
+      note "cupy kernels: exit $? (cupy-kernels.jsonl)"
       ;;
     *) note "unknown step $step" ;;
   esac

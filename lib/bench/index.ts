@@ -5,6 +5,7 @@ import { ataFamily } from './ata';
 import { copyFamily } from './copy';
 import { apspDistFamily, collectivesFamily, mlpDistFamily } from './dist';
 import { gemmFamily } from './gemm';
+import { kernelsFamily } from './kernels';
 import { mlpFamily } from './mlp';
 import { overheadFamily } from './overhead';
 import { peerFamily } from './peer';
@@ -26,6 +27,7 @@ export const families: Record<string, BenchFamily> = {
   'apsp-dist': apspDistFamily,
   'mlp-dist': mlpDistFamily,
   overhead: overheadFamily,
+  kernels: kernelsFamily,
 };
 
 export * from './harness';

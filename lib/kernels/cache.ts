@@ -1,0 +1,497 @@
+// The kernel cache: compiled code kept in memory for the process and on disk for every process.
+//
+// - Key: a SHA-256 of everything that changes the binary: the source, the contents of every header it
+//   includes (lib/kernels/includes.ts), the options, the device's architecture, the compiler's identity
+//   (NVRTC's file: its version) and the package's version.
+// - Entries are written to a temporary file and renamed into place, so a reader sees a whole entry or
+//   none; each carries a SHA-256 of itself, and one that fails it (truncated, corrupted) is removed and
+//   compiled again, never loaded. Two processes compiling one key both succeed: the last rename wins,
+//   and both entries are good.
+// - The folder is bounded in size: after a write, the least recently used entries go first.
+//
+// The compiler is injected, so all of this is tested without NVRTC (test/kernels-cache.test.ts).
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { type IncludeSet, resolveIncludes, sha256 } from './includes';
+
+/** A compilation, as the caller describes it. */
+export interface CompileRequest {
+  source: string;
+  /** The program's file name. */
+  name: string;
+  /** NVRTC options, the architecture and the toolkit's include folders left out. */
+  options: readonly string[];
+  /** The user's include folders (absolute), also given as -I in `options`. */
+  includePaths: readonly string[];
+  /** Headers given as strings: [name, source], sorted by name. */
+  headers: readonly (readonly [string, string])[];
+  /** C++ names whose lowered (mangled) names are wanted. */
+  nameExpressions: readonly string[];
+  /** The device's compute capability as a number: 90 for 9.0. */
+  deviceArch: number;
+}
+
+/** A compilation as the compiler receives it: the request with the toolkit's folders added. */
+export interface CompileJob extends CompileRequest {
+  /** Where #include looks, in order: the user's folders, then the toolkit's. */
+  searchDirs: readonly string[];
+}
+
+/** What a compilation produced. */
+export interface CompiledCode {
+  /** A cubin, or NUL-terminated PTX. */
+  code: Uint8Array;
+  cubin: boolean;
+  /** The architecture compiled for (the device's own, unless `note` says otherwise). */
+  arch: number;
+  /** name expression → lowered name. */
+  lowered: Readonly<Record<string, string>>;
+  /** The compiler's log (warnings). */
+  log: string;
+  /** Why the code is not a cubin for the device's own architecture; empty when it is. */
+  note: string;
+}
+
+/** Where the compiler is, as far as the key is concerned. */
+export interface CompilerLocation {
+  /** What identifies the compiler's build (it changes with its version); null when unknown without loading it. */
+  identity: string | null;
+  /** The toolkit's include folders (cuda_fp16.h and friends). */
+  includeDirs: readonly string[];
+}
+
+/** The compiler behind the cache: NVRTC (lib/kernels/nvrtc.ts), or a fake one in the tests. */
+export interface Compiler {
+  /** Where it is, without loading it when possible. */
+  locate(): CompilerLocation;
+  /** Loads it; throws a CompileError saying what to install when it cannot be loaded. */
+  load(): CompilerLocation & { identity: string };
+  /** Compiles; throws a CompileError on failure. */
+  compile(job: CompileJob): CompiledCode;
+  /** The same off the JS thread. */
+  compileAsync(job: CompileJob): Promise<CompiledCode>;
+}
+
+/** Where a compilation came from: the memory of this process, the disk cache, or the compiler. */
+export type CacheSource = 'memory' | 'disk' | 'compiled';
+
+/** What the cache did so far in this process. */
+export interface KernelCacheStats {
+  memoryHits: number;
+  diskHits: number;
+  compiles: number;
+  /** Entries that failed their checksum or did not parse: removed and compiled again. */
+  corrupt: number;
+  /** Entries that could not be written (a read-only or full disk): the code was still returned. */
+  writeFailures: number;
+  /** Entries removed to keep the folder under its bound. */
+  evicted: number;
+}
+
+/** Where the disk cache is and what it holds (see {@link kernelCacheInfo}). */
+export interface KernelCacheInfo {
+  dir: string;
+  entries: number;
+  bytes: number;
+  maxBytes: number;
+  stats: KernelCacheStats;
+}
+
+/** Bumped when the entry format or the key's material changes, so old entries are never read. */
+const FORMAT = 1;
+const MAGIC = Buffer.from('CKKERNL1', 'latin1');
+const HEAD = MAGIC.length + 8;
+const SUM = 32;
+const SUFFIX = '.ckbin';
+/** Temporary files older than this are left over from a process that died mid-write. */
+const STALE_TMP_MS = 3600_000;
+/** A hit refreshes the entry's time (for the size bound's order) when it is older than this. */
+const TOUCH_AFTER_MS = 60_000;
+
+/** The folder of the disk cache: CUDA_KERNELS_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, then cuda-kernels/kernels. */
+export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.CUDA_KERNELS_CACHE_DIR) return path.resolve(env.CUDA_KERNELS_CACHE_DIR);
+  const base = env.XDG_CACHE_HOME ? env.XDG_CACHE_HOME : path.join(os.homedir(), '.cache');
+  return path.join(path.resolve(base), 'cuda-kernels', 'kernels');
+}
+
+/** The disk cache's bound in bytes: CUDA_KERNELS_CACHE_MAX_BYTES, else 512 MiB. */
+export function defaultCacheMaxBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.CUDA_KERNELS_CACHE_MAX_BYTES;
+  const n = v === undefined || v === '' ? NaN : Number(v);
+  return Number.isFinite(n) && n >= 0 ? n : 512 * 1024 * 1024;
+}
+
+/** Serialises an entry: magic, lengths, metadata (JSON), code, then a SHA-256 of all of it. */
+export function encodeEntry(key: string, c: CompiledCode): Buffer {
+  const meta = Buffer.from(
+    JSON.stringify({ format: FORMAT, key, cubin: c.cubin, arch: c.arch, lowered: c.lowered, log: c.log, note: c.note }),
+    'utf8',
+  );
+  const head = Buffer.alloc(HEAD);
+  MAGIC.copy(head, 0);
+  head.writeUInt32LE(meta.length, MAGIC.length);
+  head.writeUInt32LE(c.code.length, MAGIC.length + 4);
+  const body = Buffer.concat([head, meta, c.code]);
+  return Buffer.concat([body, Buffer.from(sha256(body), 'hex')]);
+}
+
+/** The entry for `key` in `data`, or null when it is not one (wrong magic, length or checksum, another key). */
+export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null {
+  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (buf.length < HEAD + SUM || !buf.subarray(0, MAGIC.length).equals(MAGIC)) return null;
+  const metaLength = buf.readUInt32LE(MAGIC.length);
+  const codeLength = buf.readUInt32LE(MAGIC.length + 4);
+  if (HEAD + metaLength + codeLength + SUM !== buf.length) return null;
+  const body = buf.subarray(0, buf.length - SUM);
+  if (sha256(body) !== buf.subarray(buf.length - SUM).toString('hex')) return null;
+  let meta: Record<string, unknown>;
+  try {
+    meta = JSON.parse(buf.subarray(HEAD, HEAD + metaLength).toString('utf8')) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+  if (
+    meta.format !== FORMAT ||
+    meta.key !== key ||
+    typeof meta.cubin !== 'boolean' ||
+    typeof meta.arch !== 'number' ||
+    typeof meta.log !== 'string' ||
+    typeof meta.note !== 'string' ||
+    typeof meta.lowered !== 'object' ||
+    meta.lowered === null
+  )
+    return null;
+  const code = new Uint8Array(codeLength);
+  code.set(buf.subarray(HEAD + metaLength, HEAD + metaLength + codeLength));
+  return {
+    code,
+    cubin: meta.cubin,
+    arch: meta.arch,
+    lowered: meta.lowered as Record<string, string>,
+    log: meta.log,
+    note: meta.note,
+  };
+}
+
+/** Options of a {@link KernelCache}. */
+export interface KernelCacheOptions {
+  compiler: Compiler;
+  /** The disk cache's folder (created on the first write). */
+  dir: string;
+  /** The folder's bound in bytes; 0 keeps nothing on disk after a write. */
+  maxBytes: number;
+  /** Part of every key: a new version of the package never reads an older one's entries. */
+  packageVersion: string;
+}
+
+/** How one lookup should behave. */
+export interface LookupOptions {
+  /** Use the disk cache (default true); the in-process memo is always used. */
+  disk?: boolean;
+}
+
+/** Compiled code by key: memory, then disk, then the compiler. */
+export class KernelCache {
+  readonly dir: string;
+  readonly maxBytes: number;
+  readonly stats: KernelCacheStats = {
+    memoryHits: 0,
+    diskHits: 0,
+    compiles: 0,
+    corrupt: 0,
+    writeFailures: 0,
+    evicted: 0,
+  };
+  readonly #compiler: Compiler;
+  readonly #version: string;
+  readonly #memo = new Map<string, CompiledCode>();
+  readonly #pending = new Map<string, Promise<CompiledCode>>();
+
+  constructor(options: KernelCacheOptions) {
+    this.#compiler = options.compiler;
+    this.dir = options.dir;
+    this.maxBytes = options.maxBytes;
+    this.#version = options.packageVersion;
+  }
+
+  /** The compiler's location; its identity is made known by loading it when looking was not enough. */
+  #location(): CompilerLocation & { identity: string } {
+    const loc = this.#compiler.locate();
+    return loc.identity === null ? this.#compiler.load() : (loc as CompilerLocation & { identity: string });
+  }
+
+  /** The job and its key (null: not cacheable, its includes cannot be known) for `request` under `loc`. */
+  plan(request: CompileRequest, loc: CompilerLocation & { identity: string }): { job: CompileJob; key: string | null } {
+    const job: CompileJob = {
+      ...request,
+      options: [...request.options, ...loc.includeDirs.map((d) => `-I${d}`)],
+      searchDirs: [...request.includePaths, ...loc.includeDirs],
+    };
+    const includes: IncludeSet = resolveIncludes(request.source, {
+      headers: new Map(request.headers.map(([n, s]) => [n, s])),
+      searchDirs: job.searchDirs,
+    });
+    if (includes.computed) return { job, key: null };
+    const material = JSON.stringify([
+      FORMAT,
+      this.#version,
+      loc.identity,
+      request.deviceArch,
+      request.name,
+      job.options,
+      [...request.nameExpressions],
+      request.headers.map(([n, s]) => [n, sha256(s)]),
+      includes.entries,
+      includes.missing,
+      sha256(request.source),
+    ]);
+    return { job, key: sha256(material) };
+  }
+
+  /** The path of an entry. */
+  entryPath(key: string): string {
+    return path.join(this.dir, key + SUFFIX);
+  }
+
+  /**
+   * The compiled code for `request`: from the memo, else the disk, else the compiler (whose result is
+   * then stored in both). Throws CompileError (compiler missing, source that does not compile).
+   */
+  get(
+    request: CompileRequest,
+    options: LookupOptions = {},
+  ): { code: CompiledCode; from: CacheSource; key: string | null } {
+    const disk = options.disk ?? true;
+    let loc = this.#location();
+    let { job, key } = this.plan(request, loc);
+    const found = key === null ? null : this.#lookup(key, disk);
+    if (found) return { code: found.code, from: found.from, key };
+    // A miss: the compiler is needed now. If loading it reveals another build than the one located,
+    // the key changes with it (and may hit).
+    const loaded = this.#compiler.load();
+    if (loaded.identity !== loc.identity) {
+      loc = loaded;
+      ({ job, key } = this.plan(request, loc));
+      const again = key === null ? null : this.#lookup(key, disk);
+      if (again) return { code: again.code, from: again.from, key };
+    }
+    this.stats.compiles++;
+    const code = this.#compiler.compile(job);
+    if (key !== null) this.#store(key, code, disk);
+    return { code, from: 'compiled', key };
+  }
+
+  /** {@link KernelCache.get} with the disk reads and the compilation off the JS thread. */
+  async getAsync(
+    request: CompileRequest,
+    options: LookupOptions = {},
+  ): Promise<{ code: CompiledCode; from: CacheSource; key: string | null }> {
+    const disk = options.disk ?? true;
+    let loc = this.#location();
+    let { job, key } = this.plan(request, loc);
+    const lookup = async (k: string | null) => {
+      if (k === null) return null;
+      const memo = this.#memo.get(k);
+      if (memo) {
+        this.stats.memoryHits++;
+        return { code: memo, from: 'memory' as const };
+      }
+      const pending = this.#pending.get(k);
+      if (pending) return { code: await pending, from: 'memory' as const };
+      if (!disk) return null;
+      const code = await this.#readAsync(k);
+      return code ? { code, from: 'disk' as const } : null;
+    };
+    const found = await lookup(key);
+    if (found) return { ...found, key };
+    const loaded = this.#compiler.load();
+    if (loaded.identity !== loc.identity) {
+      loc = loaded;
+      ({ job, key } = this.plan(request, loc));
+      const again = await lookup(key);
+      if (again) return { ...again, key };
+    }
+    // Concurrent calls for one key share one compilation.
+    const k = key;
+    if (k !== null) {
+      const pending = this.#pending.get(k);
+      if (pending) return { code: await pending, from: 'memory', key };
+    }
+    this.stats.compiles++;
+    const promise = this.#compiler.compileAsync(job);
+    if (k === null) return { code: await promise, from: 'compiled', key };
+    this.#pending.set(k, promise);
+    try {
+      const code = await promise;
+      this.#store(k, code, disk);
+      return { code, from: 'compiled', key };
+    } finally {
+      this.#pending.delete(k);
+    }
+  }
+
+  #lookup(key: string, disk: boolean): { code: CompiledCode; from: CacheSource } | null {
+    const memo = this.#memo.get(key);
+    if (memo) {
+      this.stats.memoryHits++;
+      return { code: memo, from: 'memory' };
+    }
+    if (!disk) return null;
+    let data: Buffer;
+    const file = this.entryPath(key);
+    try {
+      data = fs.readFileSync(file);
+    } catch {
+      return null;
+    }
+    const code = this.#accept(key, data, file);
+    return code ? { code, from: 'disk' } : null;
+  }
+
+  async #readAsync(key: string): Promise<CompiledCode | null> {
+    const file = this.entryPath(key);
+    let data: Buffer;
+    try {
+      data = await fs.promises.readFile(file);
+    } catch {
+      return null;
+    }
+    return this.#accept(key, data, file);
+  }
+
+  /** A disk entry's code, memoised, when it checks out; a bad one is removed. */
+  #accept(key: string, data: Buffer, file: string): CompiledCode | null {
+    const code = decodeEntry(data, key);
+    if (code === null) {
+      this.stats.corrupt++;
+      try {
+        fs.unlinkSync(file);
+      } catch {
+        // Another process removed or replaced it first.
+      }
+      return null;
+    }
+    this.stats.diskHits++;
+    this.#memo.set(key, code);
+    try {
+      const st = fs.statSync(file);
+      if (Date.now() - st.mtimeMs > TOUCH_AFTER_MS) {
+        const now = new Date();
+        fs.utimesSync(file, now, now);
+      }
+    } catch {
+      // Best effort: only the eviction order depends on it.
+    }
+    return code;
+  }
+
+  #store(key: string, code: CompiledCode, disk: boolean): void {
+    this.#memo.set(key, code);
+    if (!disk) return;
+    this.write(key, code);
+    this.enforceBound();
+  }
+
+  /** Writes an entry atomically (a temporary file renamed into place); false when the disk refused. */
+  write(key: string, code: CompiledCode): boolean {
+    const tmp = path.join(this.dir, `${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      fs.mkdirSync(this.dir, { recursive: true });
+      fs.writeFileSync(tmp, encodeEntry(key, code), { flag: 'wx' });
+      fs.renameSync(tmp, this.entryPath(key));
+      return true;
+    } catch {
+      this.stats.writeFailures++;
+      try {
+        fs.unlinkSync(tmp);
+      } catch {
+        // Never created.
+      }
+      return false;
+    }
+  }
+
+  /** The entries on disk, oldest first. */
+  #entries(): { file: string; bytes: number; mtimeMs: number }[] {
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const out: { file: string; bytes: number; mtimeMs: number }[] = [];
+    const now = Date.now();
+    for (const n of names) {
+      const file = path.join(this.dir, n);
+      let st: fs.Stats;
+      try {
+        st = fs.statSync(file);
+      } catch {
+        continue;
+      }
+      if (n.endsWith('.tmp')) {
+        if (now - st.mtimeMs > STALE_TMP_MS) this.#remove(file);
+        continue;
+      }
+      if (n.endsWith(SUFFIX) && st.isFile()) out.push({ file, bytes: st.size, mtimeMs: st.mtimeMs });
+    }
+    return out.sort((a, b) => a.mtimeMs - b.mtimeMs);
+  }
+
+  #remove(file: string): boolean {
+    try {
+      fs.unlinkSync(file);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Removes the least recently used entries until the folder holds at most `maxBytes`. */
+  enforceBound(): void {
+    const entries = this.#entries();
+    let total = entries.reduce((s, e) => s + e.bytes, 0);
+    for (const e of entries) {
+      if (total <= this.maxBytes) break;
+      if (this.#remove(e.file)) this.stats.evicted++;
+      total -= e.bytes;
+    }
+  }
+
+  /** Empties the memo and removes every entry (and temporary file) from the folder; returns how many entries. */
+  clear(): number {
+    this.#memo.clear();
+    let removed = 0;
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.dir);
+    } catch {
+      return 0;
+    }
+    for (const n of names) {
+      if (!n.endsWith(SUFFIX) && !n.endsWith('.tmp')) continue;
+      if (this.#remove(path.join(this.dir, n)) && n.endsWith(SUFFIX)) removed++;
+    }
+    return removed;
+  }
+
+  /** Empties the memo only (the next lookup reads the disk). */
+  forgetMemory(): void {
+    this.#memo.clear();
+  }
+
+  info(): KernelCacheInfo {
+    const entries = this.#entries();
+    return {
+      dir: this.dir,
+      entries: entries.length,
+      bytes: entries.reduce((s, e) => s + e.bytes, 0),
+      maxBytes: this.maxBytes,
+      stats: { ...this.stats },
+    };
+  }
+}

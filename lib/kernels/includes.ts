@@ -1,0 +1,135 @@
+// What a source includes, for the kernel cache's key: every header reachable through #include lines,
+// found the way NVRTC finds it (the headers given as strings, the including file's folder, the include
+// paths, the toolkit's folder), each identified by a hash of its contents. Others' caches key on the
+// file name only and serve stale code after a header changes; this one cannot.
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const INCLUDE = /^[ \t]*#[ \t]*include[ \t]*(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))/gm;
+
+/** One #include of a text: `<name>`, `"name"`, or a macro (a computed include). */
+interface Directive {
+  quoted: boolean;
+  name: string;
+  computed: boolean;
+}
+
+function directives(text: string): Directive[] {
+  const out: Directive[] = [];
+  for (const m of text.matchAll(INCLUDE)) {
+    if (m[3] !== undefined) out.push({ quoted: false, name: m[3], computed: true });
+    else out.push({ quoted: m[1] === '"', name: m[2].trim(), computed: false });
+  }
+  return out;
+}
+
+export function sha256(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+interface FileEntry {
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  hash: string;
+  directives: Directive[];
+}
+
+/** Files read once per process, re-read when their size, time or inode changes. */
+const files = new Map<string, FileEntry>();
+
+function readFile(abs: string): FileEntry | null {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(abs);
+  } catch {
+    return null;
+  }
+  if (!st.isFile()) return null;
+  const known = files.get(abs);
+  if (known && known.size === st.size && known.mtimeMs === st.mtimeMs && known.ino === st.ino) return known;
+  let text: string;
+  try {
+    text = fs.readFileSync(abs, 'utf8');
+  } catch {
+    return null;
+  }
+  const entry = { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, hash: sha256(text), directives: directives(text) };
+  files.set(abs, entry);
+  return entry;
+}
+
+/** Where a compilation's #includes are looked for. */
+export interface IncludeContext {
+  /** Headers given as strings (options.headers), by name. */
+  headers: ReadonlyMap<string, string>;
+  /** options.includePaths (absolute), then the toolkit's include folders. */
+  searchDirs: readonly string[];
+}
+
+/** What a source includes, as the cache key sees it. */
+export interface IncludeSet {
+  /** [what, content hash] for each reachable header, sorted: `header:name` (a string header) or `file:/abs/path`. */
+  entries: [string, string][];
+  /** #include names that were not found anywhere (NVRTC will fail on them, or has them built in). */
+  missing: string[];
+  /** Some #include names a macro: its target cannot be known, so the compilation is not cached. */
+  computed: boolean;
+}
+
+/** Stops a pathological include graph from walking the whole disk. */
+const MAX_FILES = 5000;
+
+/** Every header `source` reaches through #include, found as NVRTC would find it (see {@link IncludeContext}). */
+export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet {
+  const entries = new Map<string, string>();
+  const missing = new Set<string>();
+  let computed = false;
+  const headerDirectives = new Map<string, Directive[]>();
+  // (directives of a text, folder of that text when it is a file)
+  const queue: [Directive[], string | null][] = [[directives(source), null]];
+  while (queue.length > 0 && entries.size < MAX_FILES) {
+    const [ds, dir] = queue.shift()!;
+    for (const d of ds) {
+      if (d.computed) {
+        computed = true;
+        continue;
+      }
+      const header = ctx.headers.get(d.name);
+      if (header !== undefined) {
+        const id = `header:${d.name}`;
+        if (entries.has(id)) continue;
+        entries.set(id, sha256(header));
+        let parsed = headerDirectives.get(d.name);
+        if (!parsed) headerDirectives.set(d.name, (parsed = directives(header)));
+        queue.push([parsed, null]);
+        continue;
+      }
+      // A quoted name is looked for beside the file that includes it first (for the source itself, the
+      // working folder, which costs at most a header hashed that NVRTC does not read).
+      const dirs = d.quoted ? [dir ?? process.cwd(), ...ctx.searchDirs] : ctx.searchDirs;
+      let found = false;
+      for (const base of dirs) {
+        const abs = path.resolve(base, d.name);
+        const id = `file:${abs}`;
+        if (entries.has(id)) {
+          found = true;
+          break;
+        }
+        const f = readFile(abs);
+        if (f === null) continue;
+        entries.set(id, f.hash);
+        queue.push([f.directives, path.dirname(abs)]);
+        found = true;
+        break;
+      }
+      if (!found) missing.add(d.name);
+    }
+  }
+  return {
+    entries: [...entries.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)),
+    missing: [...missing].sort(),
+    computed,
+  };
+}

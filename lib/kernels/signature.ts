@@ -1,0 +1,302 @@
+// Finding the kernels of a CUDA C++ source and their parameters, so that a launch can check its
+// arguments and pack them before anything reaches the GPU. A light scan, not a C++ parser: it reads
+// `__global__` declarations (extern "C" ones, C++ ones and templates), which is all a launch needs;
+// `options.signatures` covers what it cannot see (kernels made by macros, for instance).
+import { parseParamList, splitTopLevel, type ParsedParam, UnsupportedParam } from './ctypes';
+
+/** A template parameter of a kernel template. */
+export interface TemplateParam {
+  /** `typename`/`class` (a type), or a value (`int N`). */
+  kind: 'type' | 'value';
+  name: string;
+  /** The default argument's text, if any. */
+  default?: string;
+}
+
+/** A `__global__` function found in a source. */
+export interface KernelDeclaration {
+  name: string;
+  /** Declared `extern "C"` (directly or in an `extern "C" { … }` block): launched by its own name. */
+  externC: boolean;
+  /** The text between the parentheses. */
+  paramsText: string;
+  /** The template parameters of a kernel template; null for a plain function. */
+  template: TemplateParam[] | null;
+}
+
+/**
+ * The source with comments, string and character literals and preprocessor lines blanked out (each
+ * character replaced by a space, newlines kept, so offsets still match), except that the literal of
+ * `extern "C"` stays readable.
+ */
+export function stripSource(source: string): string {
+  const out = source.split('');
+  let i = 0;
+  const blank = (from: number, to: number) => {
+    for (let k = from; k < to; k++) if (out[k] !== '\n') out[k] = ' ';
+  };
+  let lineStart = true;
+  while (i < source.length) {
+    const c = source[i];
+    if (c === '\n') {
+      lineStart = true;
+      i++;
+      continue;
+    }
+    if (lineStart && c === '#') {
+      // A preprocessor line, with its backslash continuations.
+      let j = i;
+      while (j < source.length && !(source[j] === '\n' && source[j - 1] !== '\\')) j++;
+      blank(i, j);
+      i = j;
+      continue;
+    }
+    if (c !== ' ' && c !== '\t' && c !== '\r') lineStart = false;
+    if (c === '/' && source[i + 1] === '/') {
+      let j = i;
+      while (j < source.length && source[j] !== '\n') j++;
+      blank(i, j);
+      i = j;
+    } else if (c === '/' && source[i + 1] === '*') {
+      const end = source.indexOf('*/', i + 2);
+      const j = end < 0 ? source.length : end + 2;
+      blank(i, j);
+      i = j;
+    } else if (c === '"' || c === "'") {
+      let j = i + 1;
+      while (j < source.length && source[j] !== c && source[j] !== '\n') j += source[j] === '\\' ? 2 : 1;
+      const literal = source.slice(i, j + 1);
+      if (literal !== '"C"') blank(i, Math.min(j + 1, source.length));
+      i = j + 1;
+    } else if (c === 'R' && source[i + 1] === '"') {
+      // A raw string literal R"delim( … )delim".
+      const open = source.indexOf('(', i + 2);
+      const delim = open < 0 ? '' : source.slice(i + 2, open);
+      const end = open < 0 ? -1 : source.indexOf(`)${delim}"`, open + 1);
+      const j = end < 0 ? source.length : end + delim.length + 2;
+      blank(i, j);
+      i = j;
+    } else {
+      i++;
+    }
+  }
+  return out.join('');
+}
+
+const TOKEN = /"C"|[A-Za-z_][A-Za-z0-9_]*|::|\[\[|\]\]|\d[\w.]*|\S/g;
+
+interface Token {
+  text: string;
+  at: number;
+}
+
+function tokens(stripped: string): Token[] {
+  const out: Token[] = [];
+  for (const m of stripped.matchAll(TOKEN)) out.push({ text: m[0], at: m.index ?? 0 });
+  return out;
+}
+
+/** The index of the token closing the bracket opened at `open` (same kind), or −1. */
+function matching(ts: readonly Token[], open: number): number {
+  const pairs: Record<string, string> = { '(': ')', '{': '}', '[': ']', '<': '>' };
+  const o = ts[open].text;
+  const c = pairs[o];
+  let depth = 0;
+  for (let i = open; i < ts.length; i++) {
+    if (ts[i].text === o) depth++;
+    else if (ts[i].text === c && --depth === 0) return i;
+  }
+  return -1;
+}
+
+/** Specifiers that may stand between `template <…>`/`extern "C"` and `__global__`. */
+const SPECIFIERS = new Set(['static', 'inline', '__inline__', '__forceinline__', '__noinline__', 'extern', '"C"']);
+/** Annotations with an argument list that may stand between `__global__` and the kernel's name. */
+const ANNOTATIONS = new Set(['__launch_bounds__', '__maxnreg__', '__cluster_dims__', '__attribute__', 'alignas']);
+
+function parseTemplateParams(text: string): TemplateParam[] {
+  return splitTopLevel(text).map((p) => {
+    const eq = p.indexOf('=');
+    const decl = (eq >= 0 ? p.slice(0, eq) : p).trim();
+    const def = eq >= 0 ? p.slice(eq + 1).trim() : undefined;
+    const words = decl.split(/\s+/);
+    const name = words[words.length - 1];
+    const kind = words[0] === 'typename' || words[0] === 'class' ? 'type' : 'value';
+    return def === undefined ? { kind, name } : { kind, name, default: def };
+  });
+}
+
+/**
+ * Every `__global__` function declared or defined in `source`, in order of appearance (a kernel
+ * declared and then defined appears once).
+ */
+export function findKernels(source: string): KernelDeclaration[] {
+  const stripped = stripSource(source);
+  const ts = tokens(stripped);
+  // The extern "C" blocks: [open brace index, close brace index].
+  const blocks: [number, number][] = [];
+  for (let i = 0; i + 2 < ts.length; i++) {
+    if (ts[i].text === 'extern' && ts[i + 1].text === '"C"' && ts[i + 2].text === '{') {
+      blocks.push([i + 2, matching(ts, i + 2)]);
+    }
+  }
+  const inBlock = (i: number) => blocks.some(([a, b]) => i > a && (b < 0 || i < b));
+  const found = new Map<string, KernelDeclaration>();
+  const order: string[] = [];
+  for (let g = 0; g < ts.length; g++) {
+    if (ts[g].text !== '__global__') continue;
+    // Backwards over specifiers to `extern "C"` and `template <…>`.
+    let externC = inBlock(g);
+    let b = g - 1;
+    while (b >= 0 && SPECIFIERS.has(ts[b].text)) {
+      if (ts[b].text === '"C"' && b > 0 && ts[b - 1].text === 'extern') externC = true;
+      b--;
+    }
+    let template: TemplateParam[] | null = null;
+    if (b >= 0 && ts[b].text === '>') {
+      // Find the `template <` whose `>` this is.
+      let depth = 0;
+      let k = b;
+      for (; k >= 0; k--) {
+        if (ts[k].text === '>') depth++;
+        else if (ts[k].text === '<' && --depth === 0) break;
+      }
+      if (k > 0 && ts[k - 1].text === 'template') {
+        template = parseTemplateParams(stripped.slice(ts[k].at + 1, ts[b].at));
+      }
+    }
+    // Forwards: the return type, annotations with arguments, then `name (`.
+    let f = g + 1;
+    let name: string | null = null;
+    let open = -1;
+    while (f < ts.length) {
+      const t = ts[f].text;
+      if (t === ';' || t === '{' || t === '}') break;
+      if (t === '[[') {
+        while (f < ts.length && ts[f].text !== ']]') f++;
+        f++;
+        continue;
+      }
+      if (ANNOTATIONS.has(t) && ts[f + 1]?.text === '(') {
+        f = matching(ts, f + 1) + 1;
+        if (f <= 0) break;
+        continue;
+      }
+      if (t === '(' && f > 0 && /^[A-Za-z_]/.test(ts[f - 1].text)) {
+        name = ts[f - 1].text;
+        open = f;
+        break;
+      }
+      f++;
+    }
+    if (name === null || open < 0) continue;
+    const close = matching(ts, open);
+    if (close < 0) continue;
+    const decl: KernelDeclaration = {
+      name,
+      externC,
+      paramsText: stripped
+        .slice(ts[open].at + 1, ts[close].at)
+        .replace(/\s+/g, ' ')
+        .trim(),
+      template,
+    };
+    const key = `${name}/${template ? 't' : 'f'}/${decl.paramsText}`;
+    if (!found.has(key)) order.push(key);
+    found.set(key, decl);
+    g = close;
+  }
+  return order.map((k) => found.get(k)!);
+}
+
+/** A name expression without spaces that do not separate words: `scale< float , 4 >` → `scale<float,4>`. */
+export function normalizeExpression(expr: string): string {
+  return expr
+    .trim()
+    .replace(/\s+/g, ' ')
+    .replace(/ ?([<>,()*&:[\]]) ?/g, '$1');
+}
+
+/** `scale<float, 4>` → { base: 'scale', args: ['float', '4'] }; `ns::k` → { base: 'k', args: null }. */
+export function splitExpression(expr: string): { base: string; args: string[] | null } {
+  let e = expr.trim();
+  if (e.startsWith('&')) e = e.slice(1).trim();
+  const lt = e.indexOf('<');
+  const head = (lt >= 0 ? e.slice(0, lt) : e).trim();
+  const base = head.split('::').pop()!.trim();
+  if (lt < 0) return { base, args: null };
+  const gt = e.lastIndexOf('>');
+  return { base, args: splitTopLevel(e.slice(lt + 1, gt)) };
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * The parameter list of a template instance: the template's `paramsText` with each type parameter
+ * replaced by its argument (defaults fill missing trailing arguments). Null when the arguments do not
+ * fit the template.
+ */
+export function instantiate(decl: KernelDeclaration, args: readonly string[]): string | null {
+  if (decl.template === null) return null;
+  const params = decl.template;
+  if (args.length > params.length) return null;
+  const full = params.map((p, i) => (i < args.length ? args[i] : p.default));
+  if (full.some((a) => a === undefined)) return null;
+  let text = decl.paramsText;
+  params.forEach((p, i) => {
+    if (p.kind !== 'type') return;
+    text = text.replace(new RegExp(`(?<![\\w:])${escapeRegExp(p.name)}(?![\\w])`, 'g'), full[i]!);
+  });
+  return text;
+}
+
+/** What {@link kernelSignature} found for a kernel name. */
+export type SignatureLookup =
+  | { ok: true; params: ParsedParam[]; source: 'declaration' | 'signatures' }
+  /** `unsupported`: a parameter cannot be passed from JavaScript; `unknown`: the parameters cannot be told. */
+  | { ok: false; kind: 'unsupported' | 'unknown'; reason: string };
+
+/**
+ * The parameters of the kernel `name` (an extern "C" name or a name expression such as
+ * `scale<float, 4>` or `ns::k`): from `signatures[name]` when given, else from its declaration in
+ * `kernels`, instantiating templates.
+ */
+export function kernelSignature(
+  name: string,
+  kernels: readonly KernelDeclaration[],
+  signatures: Readonly<Record<string, string>>,
+): SignatureLookup {
+  const wanted = normalizeExpression(name);
+  const given = Object.keys(signatures).find((k) => normalizeExpression(k) === wanted);
+  try {
+    if (given !== undefined) return { ok: true, params: parseParamList(signatures[given]), source: 'signatures' };
+    const { base, args } = splitExpression(name);
+    const candidates = kernels.filter((k) => k.name === base && (args === null) === (k.template === null));
+    const lists = new Set<string>();
+    for (const k of candidates) {
+      const text = args === null ? k.paramsText : instantiate(k, args);
+      if (text !== null) lists.add(text);
+    }
+    if (lists.size === 1) return { ok: true, params: parseParamList([...lists][0]), source: 'declaration' };
+    if (lists.size > 1)
+      return {
+        ok: false,
+        kind: 'unknown',
+        reason: `${base} is overloaded: give its parameters in options.signatures['${name}']`,
+      };
+    const anyNamed = kernels.some((k) => k.name === base);
+    return {
+      ok: false,
+      kind: 'unknown',
+      reason: anyNamed
+        ? `the declaration of ${base} does not fit ${name}: give its parameters in options.signatures['${name}']`
+        : `no __global__ function ${base} was found in the source` +
+          (kernels.length ? ` (found: ${[...new Set(kernels.map((k) => k.name))].join(', ')})` : ''),
+    };
+  } catch (e) {
+    if (e instanceof UnsupportedParam) return { ok: false, kind: 'unsupported', reason: e.message };
+    throw e;
+  }
+}

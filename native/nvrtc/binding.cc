@@ -1,0 +1,421 @@
+// N-API glue for users' own kernels (lib/kernels): NVRTC's state and compilations, loading the code,
+// looking kernels up and launching them. lib/kernels checks every argument first and gives the
+// friendly errors; these re-checks only keep what reaches CUDA from crashing the process.
+#include <napi.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/args.h"
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "nvrtc/compile.h"
+#include "nvrtc/module.h"
+#include "nvrtc/nvrtc.h"
+
+namespace ck {
+
+namespace {
+
+const napi_type_tag kLibraryTag = {0x6375646b6e767274ULL, 0x2e6c696272617279ULL};
+const napi_type_tag kKernelTag = {0x6375646b6e767274ULL, 0x2e6b65726e656c31ULL};
+
+// Dynamic shared memory a kernel may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
+constexpr int kDefaultSharedLimit = 48 * 1024;
+
+// Loaded code stays loaded for the life of the process: a launch still queued could be using it, and
+// cudaLibraryUnload does not wait for the stream. lib/kernels loads each distinct binary once. The
+// image is kept with it (never freed, like the library): with lazy loading the driver may read it
+// when a kernel first runs in another device's context.
+struct LibraryState {
+  std::vector<uint8_t> image;
+  nvrtc::Library library = nullptr;
+};
+
+enum class ParamKind : int { Scalar = 0, ReadPointer = 1, WrittenPointer = 2 };
+
+struct Param {
+  std::string name;
+  size_t size = 0;
+  size_t offset = 0;  // in the packed buffer JS fills
+  ParamKind kind = ParamKind::Scalar;
+};
+
+// One kernel on one device, with the layout of the packed parameter buffer.
+struct KernelState {
+  nvrtc::Kernel kernel = nullptr;
+  int device = 0;
+  std::string name;
+  std::vector<Param> params;
+  std::vector<size_t> pointers;  // indices of the pointer parameters, in order
+  size_t bytes = 0;
+  int sharedAllowed = kDefaultSharedLimit;
+  std::vector<void*> args;  // reused by every launch (one JS thread per environment)
+};
+
+std::vector<std::string> stringsArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsArray())
+    throw Napi::TypeError::New(info.Env(), std::string(name) + " must be an array of strings");
+  Napi::Array a = info[i].As<Napi::Array>();
+  std::vector<std::string> out;
+  out.reserve(a.Length());
+  for (uint32_t k = 0; k < a.Length(); ++k) {
+    Napi::Value v = a.Get(k);
+    if (!v.IsString())
+      throw Napi::TypeError::New(info.Env(), std::string(name) + " must be an array of strings");
+    out.push_back(v.As<Napi::String>().Utf8Value());
+  }
+  return out;
+}
+
+std::string stringArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsString())
+    throw Napi::TypeError::New(info.Env(), std::string(name) + " must be a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+Napi::Uint8Array bytesArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsTypedArray() ||
+      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    throw Napi::TypeError::New(info.Env(), std::string(name) + " must be a Uint8Array");
+  return info[i].As<Napi::Uint8Array>();
+}
+
+// (source, name, options, headerNames, headerSources, nameExpressions, ptx) -> request.
+nvrtc::CompileRequest compileRequest(const Napi::CallbackInfo& info) {
+  nvrtc::CompileRequest r;
+  r.source = stringArg(info, 0, "source");
+  r.name = stringArg(info, 1, "name");
+  r.options = stringsArg(info, 2, "options");
+  r.headerNames = stringsArg(info, 3, "headerNames");
+  r.headerSources = stringsArg(info, 4, "headerSources");
+  if (r.headerNames.size() != r.headerSources.size())
+    throw Napi::RangeError::New(info.Env(), "headerNames and headerSources must have the same length");
+  r.nameExpressions = stringsArg(info, 5, "nameExpressions");
+  if (info.Length() <= 6 || !info[6].IsBoolean())
+    throw Napi::TypeError::New(info.Env(), "ptx must be a boolean");
+  r.ptx = info[6].As<Napi::Boolean>().Value();
+  return r;
+}
+
+// { ok, result, failedCall, log, code, lowered }: a failed compilation is a result, not an exception,
+// so that lib/kernels can build its CompileError from the log.
+Napi::Object compileResult(Napi::Env env, const nvrtc::CompileOutput& out) {
+  auto o = Napi::Object::New(env);
+  o.Set("ok", out.result == nvrtc::kSuccess);
+  o.Set("result", nvrtc::resultName(out.result));
+  o.Set("failedCall", out.failedCall);
+  o.Set("log", out.log);
+  o.Set("code",
+        Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.code.data()), out.code.size()));
+  auto lowered = Napi::Array::New(env, out.lowered.size());
+  for (uint32_t i = 0; i < out.lowered.size(); ++i) lowered.Set(i, out.lowered[i]);
+  o.Set("lowered", lowered);
+  return o;
+}
+
+// nvrtcInfo() -> { available, path?, version?, archs?, identity?, includeDirs, code?, reason? }: loads
+// NVRTC (once per process) and never throws.
+Napi::Value nvrtcInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto o = Napi::Object::New(env);
+  try {
+    const nvrtc::Api& a = nvrtc::api();
+    o.Set("available", true);
+    o.Set("path", a.path);
+    o.Set("version", std::to_string(a.major) + "." + std::to_string(a.minor));
+    o.Set("identity", a.identity);
+    auto archs = Napi::Array::New(env, a.archs.size());
+    for (uint32_t i = 0; i < a.archs.size(); ++i) archs.Set(i, a.archs[i]);
+    o.Set("archs", archs);
+  } catch (const CudaFailure& f) {
+    o.Set("available", false);
+    o.Set("code", f.code());
+    o.Set("reason", f.what());
+  }
+  const std::vector<std::string> dirs = nvrtc::toolkitIncludeDirs();
+  auto includes = Napi::Array::New(env, dirs.size());
+  for (uint32_t i = 0; i < dirs.size(); ++i) includes.Set(i, dirs[i]);
+  o.Set("includeDirs", includes);
+  return o;
+}
+
+// nvrtcLocate() -> { identity: string | null, includeDirs, loaded }: what the kernel cache keys on,
+// without loading NVRTC when the file can be found by looking (identity null when it cannot).
+Napi::Value nvrtcLocate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto o = Napi::Object::New(env);
+  const std::string id = nvrtc::identity();
+  o.Set("identity", id.empty() ? Napi::Value(env.Null()) : Napi::Value(Napi::String::New(env, id)));
+  const std::vector<std::string> dirs = nvrtc::toolkitIncludeDirs();
+  auto includes = Napi::Array::New(env, dirs.size());
+  for (uint32_t i = 0; i < dirs.size(); ++i) includes.Set(i, dirs[i]);
+  o.Set("includeDirs", includes);
+  o.Set("loaded", nvrtc::attempted());
+  return o;
+}
+
+// nvrtcCompile(source, name, options, headerNames, headerSources, nameExpressions, ptx) -> result.
+Napi::Value nvrtcCompile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const nvrtc::CompileRequest request = compileRequest(info);
+  return guard(env, [&]() -> Napi::Value { return compileResult(env, nvrtc::compileProgram(request)); });
+}
+
+class CompileWorker : public Napi::AsyncWorker {
+ public:
+  CompileWorker(Napi::Env env, nvrtc::CompileRequest request)
+      : Napi::AsyncWorker(env, "cuda-kernels.compile"),
+        request_(std::move(request)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
+  Napi::Promise promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      output_ = nvrtc::compileProgram(request_);
+    } catch (const CudaFailure& f) {
+      failure_ = std::make_unique<CudaFailure>(f);
+    } catch (const std::exception& e) {
+      failure_ = std::make_unique<CudaFailure>("nvrtcInternalError", "nvrtcCompileProgram", e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    if (failure_)
+      deferred_.Reject(makeJsError(env, *failure_).Value());
+    else
+      deferred_.Resolve(compileResult(env, output_));
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  nvrtc::CompileRequest request_;
+  nvrtc::CompileOutput output_;
+  std::unique_ptr<CudaFailure> failure_;
+  Napi::Promise::Deferred deferred_;
+};
+
+// nvrtcCompileAsync(same arguments) -> Promise<result>: the compilation on a libuv pool thread.
+Napi::Value nvrtcCompileAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* worker = new CompileWorker(env, compileRequest(info));
+  Napi::Promise p = worker->promise();
+  worker->Queue();
+  return p;
+}
+
+LibraryState& unwrapLibrary(Napi::Value value) {
+  if (!value.IsExternal() || !value.As<Napi::External<LibraryState>>().CheckTypeTag(&kLibraryTag))
+    throw Napi::TypeError::New(value.Env(), "library must be a library handle");
+  return *value.As<Napi::External<LibraryState>>().Data();
+}
+
+KernelState& unwrapKernel(Napi::Value value) {
+  if (!value.IsExternal() || !value.As<Napi::External<KernelState>>().CheckTypeTag(&kKernelTag))
+    throw Napi::TypeError::New(value.Env(), "kernel must be a kernel handle");
+  return *value.As<Napi::External<KernelState>>().Data();
+}
+
+// kernelsLoad(device, code: Uint8Array, ptx) -> library handle.
+Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int device = intArg(info, 0, "device");
+  Napi::Uint8Array code = bytesArg(info, 1, "code");
+  if (info.Length() <= 2 || !info[2].IsBoolean()) throw Napi::TypeError::New(env, "ptx must be a boolean");
+  const bool ptx = info[2].As<Napi::Boolean>().Value();
+  return guard(env, [&]() -> Napi::Value {
+    auto state = std::make_unique<LibraryState>();
+    state->image.assign(code.Data(), code.Data() + code.ByteLength());
+    state->library = nvrtc::loadLibrary(device, state->image.data(), state->image.size(), ptx);
+    // Not deleted with the handle: the library it describes is never unloaded (see LibraryState).
+    auto handle = Napi::External<LibraryState>::New(env, state.release());
+    handle.TypeTag(&kLibraryTag);
+    return handle;
+  });
+}
+
+std::string sizesText(const std::vector<size_t>& sizes) {
+  std::string s;
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s;
+}
+
+// kernelsGetKernel(library, device, name, displayName, layout: Int32Array [size, kind]…, paramNames)
+//   -> { kernel, bytes, offsets, attributes… }. kind: 0 scalar, 1 pointer read, 2 pointer written.
+// Where the runtime reports the compiled parameters, a layout that disagrees is refused here: a launch
+// with it would hand the kernel garbage.
+Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  LibraryState& lib = unwrapLibrary(info.Length() > 0 ? info[0] : env.Undefined());
+  const int device = intArg(info, 1, "device");
+  const std::string name = stringArg(info, 2, "name");
+  const std::string display = stringArg(info, 3, "displayName");
+  if (info.Length() <= 4 || !info[4].IsTypedArray() ||
+      info[4].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    throw Napi::TypeError::New(env, "layout must be an Int32Array");
+  Napi::Int32Array layout = info[4].As<Napi::Int32Array>();
+  const std::vector<std::string> names = stringsArg(info, 5, "paramNames");
+  if (layout.ElementLength() != 2 * names.size())
+    throw Napi::RangeError::New(env, "layout must hold a size and a kind per parameter");
+
+  auto k = std::make_unique<KernelState>();
+  k->device = device;
+  k->name = display;
+  size_t offset = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Param p;
+    p.name = names[i];
+    const int size = layout[2 * i], kind = layout[2 * i + 1];
+    if (!(size == 1 || size == 2 || size == 4 || size == 8) || kind < 0 || kind > 2 ||
+        (kind != 0 && size != 8))
+      throw Napi::RangeError::New(env, "parameter " + p.name + " has an invalid size or kind");
+    p.size = static_cast<size_t>(size);
+    p.kind = static_cast<ParamKind>(kind);
+    offset = (offset + p.size - 1) / p.size * p.size;  // each scalar at its natural alignment
+    p.offset = offset;
+    offset += p.size;
+    if (p.kind != ParamKind::Scalar) k->pointers.push_back(i);
+    k->params.push_back(std::move(p));
+  }
+  k->bytes = (offset + 7) / 8 * 8;
+  k->args.assign(k->params.size(), nullptr);
+
+  return guard(env, [&]() -> Napi::Value {
+    const nvrtc::KernelAttributes a = nvrtc::getKernel(lib.library, device, name);
+    if (a.paramsKnown) {
+      std::vector<size_t> ours;
+      for (const auto& p : k->params) ours.push_back(p.size);
+      if (ours != a.paramSizes)
+        throw Napi::TypeError::New(
+            env, "kernel " + display + ": its signature gives " + std::to_string(ours.size()) +
+                     " parameter(s) of " + sizesText(ours) + " bytes, but the compiled kernel takes " +
+                     std::to_string(a.paramSizes.size()) + " of " + sizesText(a.paramSizes) + " bytes");
+    }
+    k->kernel = a.kernel;
+    auto o = Napi::Object::New(env);
+    auto offsets = Napi::Array::New(env, k->params.size());
+    for (uint32_t i = 0; i < k->params.size(); ++i) offsets.Set(i, static_cast<double>(k->params[i].offset));
+    o.Set("offsets", offsets);
+    o.Set("bytes", static_cast<double>(k->bytes));
+    o.Set("paramsChecked", a.paramsKnown);
+    o.Set("maxThreadsPerBlock", a.attributes.maxThreadsPerBlock);
+    o.Set("sharedSizeBytes", static_cast<double>(a.attributes.sharedSizeBytes));
+    o.Set("maxDynamicSharedSizeBytes", a.attributes.maxDynamicSharedSizeBytes);
+    o.Set("constSizeBytes", static_cast<double>(a.attributes.constSizeBytes));
+    o.Set("localSizeBytes", static_cast<double>(a.attributes.localSizeBytes));
+    o.Set("numRegs", a.attributes.numRegs);
+    o.Set("ptxVersion", a.attributes.ptxVersion);
+    o.Set("binaryVersion", a.attributes.binaryVersion);
+    auto handle =
+        Napi::External<KernelState>::New(env, k.release(), [](Napi::Env, KernelState* dead) { delete dead; });
+    handle.TypeTag(&kKernelTag);
+    o.Set("kernel", handle);
+    return o;
+  });
+}
+
+// kernelsLaunch(kernel, config: Uint32Array [gx, gy, gz, bx, by, bz, sharedMem], params: Uint8Array,
+//               ...arrays: (handle | null)[]) — one call per launch: the scalars arrive packed at the
+// offsets kernelsGetKernel gave, the arrays' device pointers are written into their slots here.
+Napi::Value kernelsLaunch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  KernelState& k = unwrapKernel(info.Length() > 0 ? info[0] : env.Undefined());
+  if (info.Length() <= 1 || !info[1].IsTypedArray() ||
+      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array ||
+      info[1].As<Napi::TypedArray>().ElementLength() != 7)
+    throw Napi::TypeError::New(env, "config must be a Uint32Array of 7");
+  Napi::Uint32Array config = info[1].As<Napi::Uint32Array>();
+  Napi::Uint8Array params = bytesArg(info, 2, "params");
+  if (params.ByteLength() != k.bytes)
+    throw Napi::RangeError::New(env,
+                                "params must be " + std::to_string(k.bytes) + " bytes for kernel " + k.name);
+  if (info.Length() - 3 != k.pointers.size())
+    throw Napi::TypeError::New(
+        env, "kernel " + k.name + " takes " + std::to_string(k.pointers.size()) + " array(s)");
+  for (int d = 0; d < 6; ++d)
+    if (config[d] == 0) throw Napi::RangeError::New(env, "grid and block dimensions must be at least 1");
+
+  uint8_t* base = params.Data();
+  for (size_t j = 0; j < k.pointers.size(); ++j) {
+    const Param& p = k.params[k.pointers[j]];
+    Napi::Value v = info[3 + j];
+    void* ptr = nullptr;
+    if (!v.IsNull()) {
+      DeviceBuffer& b = p.kind == ParamKind::WrittenPointer ? unwrapOutput(v, p.name.c_str())
+                                                            : unwrapBuffer(v, p.name.c_str());
+      if (b.device != k.device)
+        throw Napi::RangeError::New(env, p.name + " is on device " + std::to_string(b.device) +
+                                             ", the launch on device " + std::to_string(k.device));
+      ptr = b.ptr;
+    }
+    std::memcpy(base + p.offset, &ptr, sizeof ptr);
+  }
+  for (size_t i = 0; i < k.params.size(); ++i) k.args[i] = base + k.params[i].offset;
+
+  const dim3 grid(config[0], config[1], config[2]), block(config[3], config[4], config[5]);
+  const uint32_t shared = config[6];
+  guard(env, [&] {
+    cudaStream_t stream = libraryStream(k.device);
+    if (shared > static_cast<uint32_t>(k.sharedAllowed)) {
+      nvrtc::allowSharedMemory(k.kernel, k.device, static_cast<int>(shared));
+      k.sharedAllowed = static_cast<int>(shared);
+    }
+    nvrtc::launch(k.kernel, grid, block, k.args.empty() ? nullptr : k.args.data(), shared, stream);
+  });
+  return env.Undefined();
+}
+
+// kernelsDeviceInfo(device) -> { major, minor, smCount, maxThreadsPerBlock, maxBlockDim, maxGridDim,
+// sharedMemPerBlockOptin }: what compiling for and launching on a device needs, from single attribute
+// queries (cudaGetDeviceProperties fills every field and costs far more: a first call in a fresh
+// process should not pay for it).
+Napi::Value kernelsDeviceInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int device = intArg(info, 0, "device");
+  return guard(env, [&]() -> Napi::Value {
+    useDevice(device);
+    const auto attr = [&](cudaDeviceAttr a, const char* name) {
+      int v = 0;
+      check(cudaDeviceGetAttribute(&v, a, device), name);
+      return v;
+    };
+    auto o = Napi::Object::New(env);
+    o.Set("major", attr(cudaDevAttrComputeCapabilityMajor, "cudaDeviceGetAttribute(ComputeCapabilityMajor)"));
+    o.Set("minor", attr(cudaDevAttrComputeCapabilityMinor, "cudaDeviceGetAttribute(ComputeCapabilityMinor)"));
+    o.Set("smCount", attr(cudaDevAttrMultiProcessorCount, "cudaDeviceGetAttribute(MultiProcessorCount)"));
+    o.Set("maxThreadsPerBlock",
+          attr(cudaDevAttrMaxThreadsPerBlock, "cudaDeviceGetAttribute(MaxThreadsPerBlock)"));
+    auto block = Napi::Array::New(env, 3), grid = Napi::Array::New(env, 3);
+    block.Set(0u, attr(cudaDevAttrMaxBlockDimX, "cudaDeviceGetAttribute(MaxBlockDimX)"));
+    block.Set(1u, attr(cudaDevAttrMaxBlockDimY, "cudaDeviceGetAttribute(MaxBlockDimY)"));
+    block.Set(2u, attr(cudaDevAttrMaxBlockDimZ, "cudaDeviceGetAttribute(MaxBlockDimZ)"));
+    grid.Set(0u, attr(cudaDevAttrMaxGridDimX, "cudaDeviceGetAttribute(MaxGridDimX)"));
+    grid.Set(1u, attr(cudaDevAttrMaxGridDimY, "cudaDeviceGetAttribute(MaxGridDimY)"));
+    grid.Set(2u, attr(cudaDevAttrMaxGridDimZ, "cudaDeviceGetAttribute(MaxGridDimZ)"));
+    o.Set("maxBlockDim", block);
+    o.Set("maxGridDim", grid);
+    o.Set("sharedMemPerBlockOptin", attr(cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                         "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)"));
+    return o;
+  });
+}
+
+}  // namespace
+
+void registerNvrtc(Napi::Env env, Napi::Object exports) {
+  exports.Set("nvrtcInfo", Napi::Function::New(env, nvrtcInfo, "nvrtcInfo"));
+  exports.Set("nvrtcLocate", Napi::Function::New(env, nvrtcLocate, "nvrtcLocate"));
+  exports.Set("nvrtcCompile", Napi::Function::New(env, nvrtcCompile, "nvrtcCompile"));
+  exports.Set("nvrtcCompileAsync", Napi::Function::New(env, nvrtcCompileAsync, "nvrtcCompileAsync"));
+  exports.Set("kernelsLoad", Napi::Function::New(env, kernelsLoad, "kernelsLoad"));
+  exports.Set("kernelsGetKernel", Napi::Function::New(env, kernelsGetKernel, "kernelsGetKernel"));
+  exports.Set("kernelsLaunch", Napi::Function::New(env, kernelsLaunch, "kernelsLaunch"));
+  exports.Set("kernelsDeviceInfo", Napi::Function::New(env, kernelsDeviceInfo, "kernelsDeviceInfo"));
+}
+
+}  // namespace ck

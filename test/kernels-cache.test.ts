@@ -1,0 +1,384 @@
+// The kernel cache (lib/kernels/cache.ts) with a fake compiler: its key, the in-process memo, the disk
+// entries (atomic writes, checksums, corruption, several processes writing one key at once), the size
+// bound and clearing. Runs without a GPU and without NVRTC.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import {
+  type CompileRequest,
+  decodeEntry,
+  defaultCacheDir,
+  defaultCacheMaxBytes,
+  encodeEntry,
+  KernelCache,
+} from '../lib/kernels/cache';
+import { CompileError } from '../lib/kernels/compile-error';
+import { fakeCode, fakeCompiler, type FakeCompilerOptions } from './helpers/fake-compiler';
+
+const root = path.join(__dirname, '..');
+let dir: string;
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kcache-'));
+});
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const SAXPY = `extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+`;
+
+function request(over: Partial<CompileRequest> = {}): CompileRequest {
+  return {
+    source: SAXPY,
+    name: 'saxpy.cu',
+    options: ['--std=c++17'],
+    includePaths: [],
+    headers: [],
+    nameExpressions: [],
+    deviceArch: 90,
+    ...over,
+  };
+}
+
+function makeCache(
+  o: FakeCompilerOptions = {},
+  over: Partial<{ maxBytes: number; packageVersion: string; dir: string }> = {},
+) {
+  const compiler = fakeCompiler(o);
+  const cache = new KernelCache({
+    compiler,
+    dir: over.dir ?? dir,
+    maxBytes: over.maxBytes ?? 1 << 30,
+    packageVersion: over.packageVersion ?? '1.0.0',
+  });
+  return { compiler, cache };
+}
+
+const entries = () => fs.readdirSync(dir).filter((f) => f.endsWith('.ckbin'));
+const leftovers = () => fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'));
+
+describe('the key', () => {
+  const keyOf = (req: CompileRequest, o: FakeCompilerOptions = {}, version = '1.0.0') => {
+    const { cache, compiler } = makeCache(o, { packageVersion: version });
+    return cache.plan(req, compiler.load()).key;
+  };
+
+  test('is a SHA-256, the same for the same compilation', () => {
+    const k = keyOf(request());
+    expect(k).toMatch(/^[0-9a-f]{64}$/);
+    expect(keyOf(request())).toBe(k);
+  });
+
+  test('changes with the source, options, name, architecture, name expressions, compiler and package version', () => {
+    const base = keyOf(request());
+    const changed = [
+      keyOf(request({ source: SAXPY + ' ' })),
+      keyOf(request({ options: ['--std=c++20'] })),
+      keyOf(request({ options: ['--std=c++17', '-DN=4'] })),
+      keyOf(request({ name: 'other.cu' })),
+      keyOf(request({ deviceArch: 80 })),
+      keyOf(request({ nameExpressions: ['k<float>'] })),
+      keyOf(request(), { identity: 'nvrtc 13.1' }),
+      keyOf(request(), {}, '1.0.1'),
+      keyOf(request(), { includeDirs: ['/usr/local/cuda/include'] }),
+    ];
+    for (const k of changed) expect(k).not.toBe(base);
+    expect(new Set(changed).size).toBe(changed.length);
+  });
+
+  test('changes with the contents of a header given as a string, and of one included from a folder', () => {
+    const inc = path.join(dir, 'inc');
+    fs.mkdirSync(path.join(inc, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(inc, 'a.h'), '#include "sub/b.h"\n#define A 1\n');
+    fs.writeFileSync(path.join(inc, 'sub', 'b.h'), '#define B 2\n');
+    const src = '#include "str.h"\n#include <a.h>\n' + SAXPY;
+    const req = (h: string) =>
+      request({ source: src, includePaths: [inc], options: [`-I${inc}`], headers: [['str.h', h]] });
+    const k1 = keyOf(req('#define S 1\n'));
+    expect(keyOf(req('#define S 1\n'))).toBe(k1);
+    expect(keyOf(req('#define S 2\n'))).not.toBe(k1);
+    // A header two levels down changes: the key follows it, though no name changed.
+    fs.writeFileSync(path.join(inc, 'sub', 'b.h'), '#define B 3\n');
+    const k2 = keyOf(req('#define S 1\n'));
+    expect(k2).not.toBe(k1);
+    // Same size, same second: the cache must still see the new contents (its file memo checks inode,
+    // size and time; rewriting through a new file changes the inode).
+    fs.writeFileSync(path.join(inc, 'sub', 'b.tmp'), '#define B 4\n');
+    fs.renameSync(path.join(inc, 'sub', 'b.tmp'), path.join(inc, 'sub', 'b.h'));
+    expect(keyOf(req('#define S 1\n'))).not.toBe(k2);
+  });
+
+  test('a header found nowhere is part of the key; an #include through a macro makes it uncacheable', () => {
+    const { cache, compiler } = makeCache();
+    const missing = cache.plan(request({ source: '#include "nowhere.h"\n' + SAXPY }), compiler.load());
+    expect(missing.key).toMatch(/^[0-9a-f]{64}$/);
+    const computed = cache.plan(request({ source: '#define H "x.h"\n#include H\n' + SAXPY }), compiler.load());
+    expect(computed.key).toBeNull();
+    // Not cached, but still compiled.
+    const r = cache.get(request({ source: '#define H "x.h"\n#include H\n' + SAXPY }));
+    expect(r.from).toBe('compiled');
+    expect(entries()).toEqual([]);
+  });
+});
+
+describe('memory and disk', () => {
+  test('a miss compiles and writes one entry; the next lookup is a memory hit; a new cache reads the disk', () => {
+    const { cache, compiler } = makeCache();
+    const first = cache.get(request());
+    expect(first.from).toBe('compiled');
+    expect(compiler.compiles).toBe(1);
+    expect(entries()).toEqual([`${first.key}.ckbin`]);
+    expect(leftovers()).toEqual([]);
+    expect(cache.get(request()).from).toBe('memory');
+    expect(compiler.compiles).toBe(1);
+
+    const other = makeCache();
+    const again = other.cache.get(request());
+    expect(again.from).toBe('disk');
+    expect(other.compiler.compiles).toBe(0);
+    expect(Buffer.from(again.code.code).equals(Buffer.from(first.code.code))).toBe(true);
+    expect(Buffer.from(again.code.code).equals(Buffer.from(fakeCode({ ...request(), options: ['--std=c++17'] })))).toBe(
+      true,
+    );
+  });
+
+  test('a hit needs no compiler: locate() knew the identity, load() was never called', () => {
+    makeCache().cache.get(request());
+    const { cache, compiler } = makeCache();
+    expect(cache.get(request()).from).toBe('disk');
+    expect(compiler.loads).toBe(0);
+  });
+
+  test('an unknown identity loads the compiler; one that differs after loading re-keys', () => {
+    const { cache, compiler } = makeCache({ identity: null, loadedIdentity: 'fake-1' });
+    expect(cache.get(request()).from).toBe('compiled');
+    expect(compiler.loads).toBeGreaterThan(0);
+    // The entry was written under the loaded identity: a cache that locates that identity hits.
+    expect(makeCache({ identity: 'fake-1' }).cache.get(request()).from).toBe('disk');
+    const moved = makeCache({ identity: 'located', loadedIdentity: 'fake-1' });
+    expect(moved.cache.get(request()).from).toBe('disk');
+    expect(moved.compiler.compiles).toBe(0);
+  });
+
+  test('a missing compiler is a CompileError saying so, on a miss only', () => {
+    const { cache } = makeCache({ identity: null, missing: true });
+    expect(() => cache.get(request())).toThrow(CompileError);
+    expect(() => cache.get(request())).toThrow(/could not be loaded/);
+    // With the identity known and the entry on disk, no compiler is needed.
+    makeCache().cache.get(request());
+    expect(makeCache({ missing: true }).cache.get(request()).from).toBe('disk');
+  });
+
+  test('compile errors are not cached', () => {
+    const { cache, compiler } = makeCache();
+    const bad = request({ source: 'extern "C" __global__ void k() {\n  SYNTAX_ERROR;\n}\n' });
+    expect(() => cache.get(bad)).toThrow(CompileError);
+    expect(() => cache.get(bad)).toThrow(CompileError);
+    expect(compiler.compiles).toBe(2);
+    expect(entries()).toEqual([]);
+  });
+
+  test('lowered names survive the disk', () => {
+    makeCache().cache.get(request({ nameExpressions: ['scale<float, 4>'] }));
+    const r = makeCache().cache.get(request({ nameExpressions: ['scale<float, 4>'] }));
+    expect(r.from).toBe('disk');
+    expect(r.code.lowered).toEqual({ 'scale<float, 4>': '_Z15scale_float__4_' });
+  });
+
+  test('options.cache false: memory only', () => {
+    const { cache } = makeCache();
+    expect(cache.get(request(), { disk: false }).from).toBe('compiled');
+    expect(entries()).toEqual([]);
+    expect(cache.get(request(), { disk: false }).from).toBe('memory');
+  });
+
+  test('an unwritable folder still returns the code, counting the failure', () => {
+    const file = path.join(dir, 'not-a-folder');
+    fs.writeFileSync(file, 'x');
+    const { cache } = makeCache({}, { dir: path.join(file, 'sub') });
+    const r = cache.get(request());
+    expect(r.from).toBe('compiled');
+    expect(r.code.code.length).toBeGreaterThan(0);
+    expect(cache.stats.writeFailures).toBe(1);
+  });
+
+  test('getAsync: the same answers, and concurrent calls for one key share one compilation', async () => {
+    const { cache, compiler } = makeCache({ delayMs: 30 });
+    const [a, b, c] = await Promise.all([
+      cache.getAsync(request()),
+      cache.getAsync(request()),
+      cache.getAsync(request()),
+    ]);
+    expect(compiler.compiles).toBe(1);
+    // Whichever reached the compiler first compiled; the others waited for it.
+    expect([a.from, b.from, c.from].sort()).toEqual(['compiled', 'memory', 'memory']);
+    expect(Buffer.from(b.code.code).equals(Buffer.from(a.code.code))).toBe(true);
+    const fresh = makeCache();
+    expect((await fresh.cache.getAsync(request())).from).toBe('disk');
+    await expect(makeCache().cache.getAsync(request({ source: 'SYNTAX_ERROR\n' }))).rejects.toThrow(CompileError);
+  });
+});
+
+describe('entries', () => {
+  const code = {
+    code: new Uint8Array([1, 2, 3, 4, 5]),
+    cubin: true,
+    arch: 90,
+    lowered: { k: '_Z1k' },
+    log: 'w',
+    note: '',
+  };
+  const key = 'a'.repeat(64);
+
+  test('round trip', () => {
+    const back = decodeEntry(encodeEntry(key, code), key);
+    expect(back).toEqual({ ...code, code: new Uint8Array([1, 2, 3, 4, 5]) });
+  });
+
+  test('any single flipped byte, any truncation, another key, or garbage is refused', () => {
+    const good = encodeEntry(key, code);
+    for (let i = 0; i < good.length; i++) {
+      const bad = Buffer.from(good);
+      bad[i] ^= 0x01;
+      expect(decodeEntry(bad, key)).toBeNull();
+    }
+    for (let n = 0; n < good.length; n++) expect(decodeEntry(good.subarray(0, n), key)).toBeNull();
+    expect(decodeEntry(Buffer.concat([good, Buffer.from([0])]), key)).toBeNull();
+    expect(decodeEntry(good, 'b'.repeat(64))).toBeNull();
+    expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
+  });
+
+  test.each([
+    ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
+    ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
+    ['emptied', () => Buffer.alloc(0)],
+    ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
+  ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
+    const first = makeCache().cache.get(request());
+    const file = path.join(dir, `${first.key}.ckbin`);
+    fs.writeFileSync(file, damage(fs.readFileSync(file)));
+    const { cache, compiler } = makeCache();
+    const r = cache.get(request());
+    expect(r.from).toBe('compiled');
+    expect(compiler.compiles).toBe(1);
+    expect(cache.stats.corrupt).toBe(1);
+    expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
+    // The rewritten entry is good again.
+    expect(makeCache().cache.get(request()).from).toBe('disk');
+  });
+
+  test('several processes compiling one key at once all succeed, leaving one good entry and no temporary file', async () => {
+    const children = 4;
+    let ready = 0;
+    const runs = await Promise.all(
+      Array.from(
+        { length: children },
+        () =>
+          new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+            const child = spawn(
+              process.execPath,
+              ['-r', './test/harness/ts-register.js', 'test/harness/kernel-cache-writer.ts', dir, SAXPY, '800'],
+              { cwd: root },
+            );
+            let out = '';
+            let err = '';
+            let seen = false;
+            child.stdout.on('data', (d) => {
+              out += d;
+              // Every child waits for this file, written once all of them are ready: they compile at once.
+              if (!seen && out.includes('ready\n')) {
+                seen = true;
+                if (++ready === children) fs.writeFileSync(path.join(dir, 'go'), '');
+              }
+            });
+            child.stderr.on('data', (d) => (err += d));
+            child.on('close', (code) => resolve({ code, out, err }));
+          }),
+      ),
+    );
+    for (const r of runs) expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
+    const results = runs.map((r) => JSON.parse(r.out.trim().split('\n').pop()!));
+    // They overlapped (each compiled: none found another's entry); all got the same code.
+    expect(new Set(results.map((r) => r.code)).size).toBe(1);
+    expect(new Set(results.map((r) => r.key)).size).toBe(1);
+    expect(results.every((r) => r.writeFailures === 0)).toBe(true);
+    expect(results.map((r) => r.from)).toEqual(Array(children).fill('compiled'));
+    expect(entries()).toEqual([`${results[0].key}.ckbin`]);
+    expect(leftovers()).toEqual([]);
+    const reader = makeCache({}, { packageVersion: 'test' }).cache;
+    expect(reader.get(request({ options: ['--std=c++17'], name: 'race.cu' })).from).toBe('disk');
+  }, 60_000);
+});
+
+describe('size bound and clearing', () => {
+  test('the least recently used entries go first once the folder passes its bound', () => {
+    const size = encodeEntry('0'.repeat(64), {
+      code: fakeCode({ ...request(), source: SAXPY + '//0' }),
+      cubin: true,
+      arch: 90,
+      lowered: {},
+      log: '',
+      note: '',
+    }).length;
+    const { cache } = makeCache({}, { maxBytes: 3 * size });
+    const keys: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      keys.push(cache.get(request({ source: SAXPY + `//${i}` })).key!);
+      // Distinct times, oldest first.
+      const t = new Date(Date.now() - (10 - i) * 60_000);
+      fs.utimesSync(path.join(dir, `${keys[i]}.ckbin`), t, t);
+    }
+    expect(entries().length).toBe(3);
+    const fourth = cache.get(request({ source: SAXPY + '//3' })).key!;
+    expect(entries().sort()).toEqual([keys[1], keys[2], fourth].map((k) => `${k}.ckbin`).sort());
+    expect(cache.stats.evicted).toBe(1);
+    // A hit on an old entry refreshes it, so it outlives a newer one that is not used.
+    const reader = makeCache({}, { maxBytes: 3 * size }).cache;
+    expect(reader.get(request({ source: SAXPY + '//1' })).from).toBe('disk');
+    reader.get(request({ source: SAXPY + '//4' }));
+    expect(entries()).toContain(`${keys[1]}.ckbin`);
+    expect(entries()).not.toContain(`${keys[2]}.ckbin`);
+  });
+
+  test('temporary files left by a dead process are removed once stale', () => {
+    const stale = path.join(dir, `${'d'.repeat(64)}.123.abc.tmp`);
+    fs.writeFileSync(stale, 'partial');
+    const old = new Date(Date.now() - 2 * 3600_000);
+    fs.utimesSync(stale, old, old);
+    const fresh = path.join(dir, `${'e'.repeat(64)}.124.abd.tmp`);
+    fs.writeFileSync(fresh, 'being written');
+    makeCache().cache.get(request());
+    expect(fs.existsSync(stale)).toBe(false);
+    expect(fs.existsSync(fresh)).toBe(true);
+  });
+
+  test('clear() empties the memo and the folder, and says how many entries went', () => {
+    const { cache, compiler } = makeCache();
+    cache.get(request());
+    cache.get(request({ source: SAXPY + '//b' }));
+    fs.writeFileSync(path.join(dir, 'unrelated.txt'), 'kept');
+    expect(cache.clear()).toBe(2);
+    expect(entries()).toEqual([]);
+    expect(fs.existsSync(path.join(dir, 'unrelated.txt'))).toBe(true);
+    expect(cache.get(request()).from).toBe('compiled');
+    expect(compiler.compiles).toBe(3);
+    expect(cache.info()).toMatchObject({ dir, entries: 1 });
+  });
+});
+
+describe('where the cache lives', () => {
+  test('CUDA_KERNELS_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache', () => {
+    expect(defaultCacheDir({ CUDA_KERNELS_CACHE_DIR: '/tmp/x' })).toBe('/tmp/x');
+    expect(defaultCacheDir({ XDG_CACHE_HOME: '/var/cache/me' })).toBe('/var/cache/me/cuda-kernels/kernels');
+    expect(defaultCacheDir({})).toBe(path.join(os.homedir(), '.cache', 'cuda-kernels', 'kernels'));
+    expect(defaultCacheMaxBytes({})).toBe(512 * 1024 * 1024);
+    expect(defaultCacheMaxBytes({ CUDA_KERNELS_CACHE_MAX_BYTES: '1000' })).toBe(1000);
+    expect(defaultCacheMaxBytes({ CUDA_KERNELS_CACHE_MAX_BYTES: 'lots' })).toBe(512 * 1024 * 1024);
+  });
+});

@@ -1,0 +1,147 @@
+// Checking a kernel launch before anything is queued (lib/kernels/launch.ts): each argument against its
+// parameter's type, written into the packed buffer, and the launch shape against the limits. No GPU:
+// the DeviceArrays here wrap dummy handles and never reach the addon.
+import type { BufferHandle } from '../binding';
+import { DeviceArray } from '../lib/array';
+import { parseParam } from '../lib/kernels/ctypes';
+import { argWriter, checkLaunchConfig, type LaunchLimits, toBfloat16Bits, toHalfBits } from '../lib/kernels/launch';
+
+const fakeArray = (dtype: 'float32' | 'float64' | 'int32' | 'uint32', device = 0) =>
+  new DeviceArray({ tag: `${dtype}@${device}` } as unknown as BufferHandle, dtype, 8, device);
+
+function write(decl: string, value: unknown, device = 0) {
+  const p = parseParam(decl, 'p');
+  const view = new DataView(new ArrayBuffer(8));
+  const handles: (BufferHandle | null)[] = [];
+  argWriter('saxpy', p.name, p.type, 0, device)(view, value, handles);
+  return { view, handles };
+}
+
+describe('argument checks', () => {
+  test('a pointer takes a DeviceArray of its dtype (or null), on the launch device', () => {
+    const x = fakeArray('float32');
+    expect(write('const float* x', x).handles).toEqual([x.handle()]);
+    expect(write('float* y', null).handles).toEqual([null]);
+    expect(() => write('const float* x', fakeArray('float64'))).toThrow(
+      new TypeError(
+        'saxpy: parameter x (const float *) must be a DeviceArray of float32, got a DeviceArray of float64',
+      ),
+    );
+    expect(() => write('float* y', 3)).toThrow(TypeError);
+    expect(() => write('float* y', 3)).toThrow(/parameter y .* must be a DeviceArray of float32 or null, got number 3/);
+    expect(() => write('int* idx', fakeArray('uint32'))).toThrow(/idx .* of int32/);
+    expect(() => write('const float* x', fakeArray('float32', 1))).toThrow(RangeError);
+    expect(() => write('const float* x', fakeArray('float32', 1))).toThrow(/must be on device 0/);
+    // Pointees without a dtype take any array.
+    expect(write('void* raw', fakeArray('float64')).handles).toHaveLength(1);
+    expect(write('unsigned char* b', fakeArray('int32')).handles).toHaveLength(1);
+  });
+
+  test('a freed array is refused', () => {
+    const a = fakeArray('float32');
+    // Freeing needs the addon; mark it freed the way free() does without calling it.
+    Object.defineProperty(a, 'freed', { get: () => true });
+    expect(() => write('float* y', a)).toThrow(/has been freed/);
+  });
+
+  test('integers: in range, whole, numbers or bigints', () => {
+    expect(write('int n', -5).view.getInt32(0, true)).toBe(-5);
+    expect(write('unsigned n', 4294967295).view.getUint32(0, true)).toBe(4294967295);
+    expect(write('long long n', 2n ** 62n).view.getBigInt64(0, true)).toBe(2n ** 62n);
+    expect(write('size_t n', 2 ** 40).view.getBigUint64(0, true)).toBe(2n ** 40n);
+    expect(write('unsigned long long n', 2n ** 64n - 1n).view.getBigUint64(0, true)).toBe(2n ** 64n - 1n);
+    expect(write('short s', -32768).view.getInt16(0, true)).toBe(-32768);
+    expect(write('unsigned char c', 255).view.getUint8(0)).toBe(255);
+    expect(() => write('int n', 1.5)).toThrow(RangeError);
+    expect(() => write('int n', 1.5)).toThrow(
+      /parameter n \(int\) must be an integer in \[-2147483648, 2147483647\], got number 1.5/,
+    );
+    expect(() => write('int n', 2 ** 31)).toThrow(RangeError);
+    expect(() => write('unsigned n', -1)).toThrow(RangeError);
+    expect(() => write('int n', '3')).toThrow(TypeError);
+    expect(() => write('int n', fakeArray('int32'))).toThrow(TypeError);
+    expect(() => write('long long n', 2 ** 60)).toThrow(/a bigint beyond 2\^53/);
+    expect(() => write('int8_t n', 128n)).toThrow(RangeError);
+    expect(() => write('int n', NaN)).toThrow(RangeError);
+  });
+
+  test('floats take numbers; bool takes booleans or 0/1', () => {
+    expect(write('float a', 0.1).view.getFloat32(0, true)).toBeCloseTo(0.1, 7);
+    expect(write('double a', Math.PI).view.getFloat64(0, true)).toBe(Math.PI);
+    expect(Number.isNaN(write('double a', NaN).view.getFloat64(0, true))).toBe(true);
+    expect(() => write('float a', 1n)).toThrow(TypeError);
+    expect(() => write('double a', null)).toThrow(/parameter a \(double\) must be a number, got null/);
+    expect(write('bool f', true).view.getUint8(0)).toBe(1);
+    expect(write('bool f', 0).view.getUint8(0)).toBe(0);
+    expect(() => write('bool f', 2)).toThrow(TypeError);
+    expect(write('__half h', 1).view.getUint16(0, true)).toBe(0x3c00);
+    expect(write('__nv_bfloat16 b', 1).view.getUint16(0, true)).toBe(0x3f80);
+  });
+
+  test('half and bfloat16 rounding', () => {
+    expect(toHalfBits(0)).toBe(0);
+    expect(toHalfBits(-0)).toBe(0x8000);
+    expect(toHalfBits(65504)).toBe(0x7bff);
+    expect(toHalfBits(65520)).toBe(0x7c00); // rounds up to infinity
+    expect(toHalfBits(Infinity)).toBe(0x7c00);
+    expect(toHalfBits(-Infinity)).toBe(0xfc00);
+    expect(toHalfBits(NaN) & 0x7e00).toBe(0x7e00);
+    expect(toHalfBits(2 ** -24)).toBe(1); // the smallest subnormal
+    expect(toHalfBits(2 ** -26)).toBe(0); // below half of it
+    expect(toHalfBits(2 ** -14)).toBe(0x0400); // the smallest normal
+    expect(toHalfBits(1 + 2 ** -11)).toBe(0x3c00); // a tie rounds to even
+    expect(toHalfBits(1 + 3 * 2 ** -11)).toBe(0x3c02);
+    expect(toHalfBits(-2.5)).toBe(0xc100);
+    expect(toBfloat16Bits(1)).toBe(0x3f80);
+    expect(toBfloat16Bits(-2)).toBe(0xc000);
+    expect(toBfloat16Bits(1 + 2 ** -8)).toBe(0x3f80); // a tie rounds to even
+    expect(toBfloat16Bits(1 + 3 * 2 ** -8)).toBe(0x3f82);
+    expect(toBfloat16Bits(NaN) & 0x7fc0).toBe(0x7fc0);
+  });
+});
+
+describe('launch shape checks', () => {
+  const limits: LaunchLimits = {
+    device: 0,
+    maxGridDim: [2147483647, 65535, 65535],
+    maxBlockDim: [1024, 1024, 64],
+    maxThreadsPerBlock: 1024,
+    kernelLimitsThreads: false,
+    maxDynamicSharedMem: 232448,
+  };
+  const out = new Uint32Array(7);
+
+  test('numbers and arrays of 1 to 3 dimensions, written in order', () => {
+    checkLaunchConfig({ grid: 10, block: 256 }, limits, out);
+    expect([...out]).toEqual([10, 1, 1, 256, 1, 1, 0]);
+    checkLaunchConfig({ grid: [4, 5, 6], block: [8, 8, 4], sharedMem: 1024 }, limits, out);
+    expect([...out]).toEqual([4, 5, 6, 8, 8, 4, 1024]);
+  });
+
+  test('each limit is named when exceeded', () => {
+    expect(() => checkLaunchConfig({ grid: [1, 65536], block: 1 }, limits, out)).toThrow(/maxGridDim\[1\]/);
+    expect(() => checkLaunchConfig({ grid: 1, block: [1, 1, 65] }, limits, out)).toThrow(/maxBlockDim\[2\]/);
+    expect(() => checkLaunchConfig({ grid: 1, block: [64, 32] }, limits, out)).toThrow(
+      /2048 threads per block is more than 1024, the most device 0 allows \(maxThreadsPerBlock\)/,
+    );
+    expect(() =>
+      checkLaunchConfig(
+        { grid: 1, block: 1024 },
+        { ...limits, maxThreadsPerBlock: 768, kernelLimitsThreads: true },
+        out,
+      ),
+    ).toThrow(/this kernel allows .*register/);
+    expect(() => checkLaunchConfig({ grid: 1, block: 32, sharedMem: 232449 }, limits, out)).toThrow(
+      /sharedMemPerBlockOptin/,
+    );
+    for (const bad of [
+      { grid: 0, block: 1 },
+      { grid: 1, block: 1.5 },
+      { grid: [1, 1, 1, 1], block: 1 },
+    ])
+      expect(() => checkLaunchConfig(bad, limits, out)).toThrow(/config\.(grid|block)/);
+    expect(() => checkLaunchConfig({ grid: 1, block: 1, sharedMem: -1 }, limits, out)).toThrow(RangeError);
+    expect(() => checkLaunchConfig({ grid: '1', block: 1 } as never, limits, out)).toThrow(TypeError);
+    expect(() => checkLaunchConfig(null as never, limits, out)).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,258 @@
+// What compile(), elementwise() and reduction() decide before NVRTC runs: option checks, the NVRTC
+// options, the target architecture, the generated sources (with #line marks around the user's strings)
+// and turning NVRTC's log into a CompileError pointing at the user's line. No GPU, no NVRTC.
+import * as os from 'node:os';
+
+import { CompileError, compileErrorFromLog, parseLog } from '../lib/kernels/compile-error';
+import { elementwise, elementwiseSource } from '../lib/kernels/elementwise';
+import { nvrtcOptions, resolveCompileOptions } from '../lib/kernels/options';
+import { reduction, reductionSource } from '../lib/kernels/reduction';
+import { chooseTarget } from '../lib/kernels/target';
+
+describe('compile options', () => {
+  test('defaults', () => {
+    const o = resolveCompileOptions({});
+    expect(o).toMatchObject({ name: 'kernel.cu', std: 'c++17', device: 0, cache: true, headers: [], flags: [] });
+    expect(resolveCompileOptions(undefined).name).toBe('kernel.cu');
+  });
+
+  test('normalised in a fixed order, signatures of C++ names become name expressions', () => {
+    const o = resolveCompileOptions({
+      headers: { 'b.h': '#define B', 'a.h': '#define A' },
+      defines: { Z: 1, A: true, S: 'x', E: null, F: false },
+      includePaths: [os.tmpdir()],
+      signatures: { 'scale<float>': 'float* x', plain: 'int n', 'ns::k': 'float* v' },
+      nameExpressions: ['other<int>'],
+      flags: ['--use_fast_math'],
+    });
+    expect(o.headers.map(([n]) => n)).toEqual(['a.h', 'b.h']);
+    expect(o.defines).toEqual([
+      ['A', '1'],
+      ['E', null],
+      ['F', '0'],
+      ['S', 'x'],
+      ['Z', '1'],
+    ]);
+    expect(o.nameExpressions).toEqual(['other<int>', 'scale<float>', 'ns::k']);
+    expect(nvrtcOptions(o, ['/usr/local/cuda/include'])).toEqual([
+      '--std=c++17',
+      '-DA=1',
+      '-DE=',
+      '-DF=0',
+      '-DS=x',
+      '-DZ=1',
+      `-I${os.tmpdir()}`,
+      '-I/usr/local/cuda/include',
+      '--use_fast_math',
+    ]);
+  });
+
+  test.each([
+    [{ name: 3 }, TypeError, /options.name/],
+    [{ name: 'a"b' }, RangeError, /options.name/],
+    [{ headers: [] }, TypeError, /options.headers/],
+    [{ headers: { 'a.h': 1 } }, TypeError, /options.headers\['a.h'\]/],
+    [{ includePaths: ['/definitely/not/here'] }, RangeError, /options.includePaths\[0\] must be an existing folder/],
+    [{ includePaths: 'x' }, TypeError, /options.includePaths/],
+    [{ defines: { 'bad name': 1 } }, RangeError, /options.defines/],
+    [{ defines: { N: Infinity } }, RangeError, /options.defines.N/],
+    [{ defines: { N: {} } }, TypeError, /options.defines.N/],
+    [{ std: 'c++98' }, RangeError, /options.std must be one of c\+\+14, c\+\+17, c\+\+20/],
+    [{ flags: ['-arch=sm_80'] }, RangeError, /architecture is chosen for the device/],
+    [{ flags: ['-I/x'] }, RangeError, /options.includePaths/],
+    [{ flags: ['--pre-include=x.h'] }, RangeError, /options.headers/],
+    [{ flags: ['-DX=1'] }, RangeError, /options.defines/],
+    [{ flags: ['use_fast_math'] }, RangeError, /options.flags\[0\]/],
+    [{ flags: ['-a b'] }, RangeError, /options.flags\[0\]/],
+    [{ nameExpressions: [' '] }, RangeError, /options.nameExpressions\[0\]/],
+    [{ signatures: { k: 1 } }, TypeError, /options.signatures\['k'\]/],
+    [{ device: -1 }, RangeError, /options.device/],
+    [{ cache: 'no' }, TypeError, /options.cache/],
+  ])('%p is refused', (options, type, message) => {
+    expect(() => resolveCompileOptions(options)).toThrow(type);
+    expect(() => resolveCompileOptions(options)).toThrow(message);
+  });
+});
+
+describe('the target architecture', () => {
+  const cuda13 = [75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
+
+  test('a cubin for the device itself when NVRTC knows it', () => {
+    expect(chooseTarget(90, cuda13)).toEqual({ arch: 90, cubin: true, option: '--gpu-architecture=sm_90', note: '' });
+    expect(chooseTarget(75, cuda13)?.option).toBe('--gpu-architecture=sm_75');
+  });
+
+  test('a cubin of an earlier minor version of the same major, saying so', () => {
+    const t = chooseTarget(92, cuda13);
+    expect(t).toMatchObject({ arch: 90, cubin: true, option: '--gpu-architecture=sm_90' });
+    expect(t?.note).toMatch(/does not know sm_92/);
+  });
+
+  test('PTX only for a GPU newer than NVRTC, saying so; nothing for one older than NVRTC supports', () => {
+    const t = chooseTarget(130, cuda13);
+    expect(t).toMatchObject({ arch: 121, cubin: false, option: '--gpu-architecture=compute_121' });
+    expect(t?.note).toMatch(/PTX/);
+    expect(chooseTarget(70, cuda13)).toBeNull();
+  });
+});
+
+// The log of a real NVRTC 13.0 compilation (the source below, as user.cu).
+const BAD_SOURCE = `extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + foo;
+  int j = "abc";
+}
+`;
+const BAD_LOG = `user.cu(3): error: identifier "foo" is undefined
+      if (i < n) y[i] = a * x[i] + foo;
+                                   ^
+
+user.cu(4): error: a value of type "const char *" cannot be used to initialize an entity of type "int"
+    int j = "abc";
+            ^
+
+2 errors detected in the compilation of "user.cu".
+`;
+
+describe('CompileError', () => {
+  test('parses NVRTC diagnostics with their columns', () => {
+    const d = parseLog(BAD_LOG);
+    expect(d.map((x) => [x.file, x.line, x.column, x.severity])).toEqual([
+      ['user.cu', 3, 34, 'error'],
+      ['user.cu', 4, 11, 'error'],
+    ]);
+    expect(d[0].message).toBe('identifier "foo" is undefined');
+    expect(parseLog('a.cu(7): warning #177-D: variable "x" was declared but never referenced')).toMatchObject([
+      { file: 'a.cu', line: 7, severity: 'warning' },
+    ]);
+  });
+
+  test('the message is the first error with file, line, column, the line and a caret; .log is the whole log', () => {
+    const e = compileErrorFromLog(BAD_LOG, 'NVRTC_ERROR_COMPILATION', new Map([['user.cu', BAD_SOURCE]]), 'x');
+    expect(e).toBeInstanceOf(CompileError);
+    expect(e).toBeInstanceOf(Error);
+    expect(e.name).toBe('CompileError');
+    expect(e.message).toBe(
+      [
+        'user.cu:3:34: error: identifier "foo" is undefined',
+        ' 3 |     if (i < n) y[i] = a * x[i] + foo;',
+        '   |                                  ^',
+        '(1 more error in .log)',
+      ].join('\n'),
+    );
+    expect(e.log).toBe(BAD_LOG);
+    expect([e.file, e.line, e.column, e.code]).toEqual(['user.cu', 3, 34, 'NVRTC_ERROR_COMPILATION']);
+    expect(e.diagnostics).toHaveLength(2);
+  });
+
+  test('a line NVRTC printed differently (tabs) still gets the caret under the right character', () => {
+    const src = 'extern "C" __global__ void k() {\n\t\tint v = oops;\n}\n';
+    const log = 'k.cu(2): error: identifier "oops" is undefined\n          int v = oops;\n                  ^\n';
+    const e = compileErrorFromLog(log, 'NVRTC_ERROR_COMPILATION', new Map([['k.cu', src]]), 'x');
+    expect(e.column).toBe(11);
+    expect(e.message.split('\n')[2]).toBe('   | \t\t        ^');
+  });
+
+  test('a log without a located error: the first error line', () => {
+    const e = compileErrorFromLog(
+      'nvrtc: error: failed to open libnvrtc-builtins.so.13.0.\n  Make sure that libnvrtc-builtins.so.13.0 is installed correctly.\n',
+      'NVRTC_ERROR_BUILTIN_OPERATION_FAILURE',
+      new Map(),
+      'nvrtcCompileProgram failed with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE',
+    );
+    expect(e.message).toMatch(
+      /failed with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE: nvrtc: error: failed to open libnvrtc-builtins/,
+    );
+    expect(e.line).toBeUndefined();
+  });
+});
+
+/** Every `#line N "<program>"` in `source` must say the number of the line after it. */
+function expectLineMarksTrue(source: string, program: string) {
+  const lines = source.split('\n');
+  let checked = 0;
+  lines.forEach((l, i) => {
+    const m = /^#line (\d+) "(.*)"$/.exec(l);
+    if (m && m[2] === program) {
+      expect(Number(m[1])).toBe(i + 2);
+      checked++;
+    }
+  });
+  expect(checked).toBeGreaterThan(0);
+}
+
+describe('generated kernels', () => {
+  test('elementwise: the body under #line 1 of its own name, four loads in flight, references for outputs', () => {
+    const spec = { in: 'float32 x, float32 y, float32 a', out: 'float32 z', body: 'z = a * x + y;', name: 'saxpy' };
+    const b = elementwiseSource(spec, ['float32', 'float32', 'float32', 'float32'], [true, true, false]);
+    expect(b.program).toBe('saxpy.generated.cu');
+    const src = b.source;
+    expect(src).toContain(
+      'extern "C" __global__ void ck_elementwise(const float* ck_in_x, const float* ck_in_y, float a, float* ck_out_z, long long ck_n)',
+    );
+    expect(src.match(/#line 1 "saxpy:body"\nz = a \* x \+ y;\n/g)).toHaveLength(5); // 4 unrolled + the tail
+    expect(src).toContain('const float ck_x_3 = ck_in_x[ck_i + 3 * ck_stride];');
+    expect(src).toContain('float& z = ck_out_z[i];');
+    expectLineMarksTrue(src, b.program);
+    expect(b.sources.get('saxpy:body')).toBe('z = a * x + y;');
+  });
+
+  test('elementwise: raw arrays are pointers the body indexes; the preamble comes first', () => {
+    const b = elementwiseSource(
+      {
+        in: 'raw float64 x',
+        out: 'float64 y',
+        body: 'y = x[(i + 1) % n] - x[i];',
+        preamble: 'int helper();',
+        name: 'diff',
+      },
+      ['float64', 'float64'],
+      [true],
+    );
+    expect(b.source).toContain('ck_elementwise(const double* x, double* ck_out_y, long long ck_n)');
+    expect(b.source.indexOf('#line 1 "diff:preamble"')).toBeLessThan(b.source.indexOf('ck_elementwise'));
+    expectLineMarksTrue(b.source, b.program);
+  });
+
+  test('reduction: identity, reduce, map and post each under their own name; five kernels', () => {
+    const spec = {
+      in: 'float32 x',
+      out: 'float64 s',
+      map: 'x * x',
+      reduce: 'a + b',
+      post: 'sqrt(a)',
+      identity: '0',
+      name: 'norm',
+    };
+    const b = reductionSource(spec, ['float32'], [true], 'float64', 'float64');
+    for (const part of ['identity', 'reduce', 'map', 'post']) expect(b.source).toContain(`#line 1 "norm:${part}"`);
+    for (const k of ['ck_reduce_blocks', 'ck_reduce_final', 'ck_reduce_rows', 'ck_reduce_cols', 'ck_reduce_cols_final'])
+      expect(b.source).toContain(`extern "C" __global__ void ${k}(`);
+    expect(b.source).toContain('typedef double ck_R;');
+    expect(b.source).toContain('typedef double ck_Out;');
+    expectLineMarksTrue(b.source, b.program);
+  });
+
+  test('spec errors are found when the kernel is made', () => {
+    const ok = { in: 'float32 x', out: 'float32 y', body: 'y = x' };
+    expect(() => elementwise({ ...ok, in: 'float32 i' })).toThrow(/the name i is reserved/);
+    expect(() => elementwise({ ...ok, in: 'float32 x, float32 x' })).toThrow(/used twice/);
+    expect(() => elementwise({ ...ok, out: 'float32 x' })).toThrow(/used twice/);
+    expect(() => elementwise({ ...ok, in: 'float32' })).toThrow(RangeError);
+    expect(() => elementwise({ ...ok, in: 'float 32 x' })).toThrow(/a dtype .* or a placeholder/);
+    expect(() => elementwise({ ...ok, out: 'U y' })).toThrow(/U of y appears in no input/);
+    expect(() => elementwise({ ...ok, out: '' })).toThrow(/at least one output/);
+    expect(() => elementwise({ ...ok, body: 3 } as never)).toThrow(TypeError);
+    expect(() => elementwise({ ...ok, name: 'bad name' })).toThrow(/spec.name/);
+    expect(() => elementwise({ ...ok, in: 'float32 ck_x' })).toThrow(/reserved/);
+    // Fine: a placeholder shared by inputs and output, C spellings.
+    expect(typeof elementwise({ in: 'T x, double a', out: 'T y', body: 'y = x * a' })).toBe('function');
+    const red = { in: 'float64 x', out: 'float64 s', map: 'x', reduce: 'a + b', identity: '0' };
+    expect(() => reduction({ ...red, in: 'float64 a' })).toThrow(/the name a is reserved/);
+    expect(() => reduction({ ...red, in: 'raw float64 x' })).toThrow(/cannot be raw/);
+    expect(() => reduction({ ...red, out: 'float64 s, float64 t' })).toThrow(/exactly one/);
+    expect(() => reduction({ ...red, identity: '' })).toThrow(/spec.identity/);
+    expect(() => reduction({ ...red, reduceType: 'R' })).toThrow(/R .* appears in no input/);
+    expect(typeof reduction({ ...red, in: 'T x', out: 'T s', reduceType: 'float64' })).toBe('function');
+  });
+});

@@ -1,0 +1,206 @@
+// Finding kernels and their parameters in CUDA C++ sources (lib/kernels/signature.ts, ctypes.ts): what a
+// launch checks its arguments against. Pure parsing: runs without a GPU and without NVRTC.
+import { canonicalType, parseParam, parseParamList, UnsupportedParam } from '../lib/kernels/ctypes';
+import {
+  findKernels,
+  instantiate,
+  kernelSignature,
+  normalizeExpression,
+  splitExpression,
+  stripSource,
+} from '../lib/kernels/signature';
+
+describe('parameter types', () => {
+  test.each([
+    ['unsigned', 'unsigned int'],
+    ['unsigned int', 'unsigned int'],
+    ['long int unsigned', 'unsigned long'],
+    ['long long', 'long long'],
+    ['unsigned long long int', 'unsigned long long'],
+    ['signed char', 'signed char'],
+    ['short int', 'short'],
+    ['std::int32_t', 'int32_t'],
+    ['cuda::std::size_t', 'size_t'],
+    ['float2', 'float2'],
+  ])('%s is %s', (text, canonical) => {
+    expect(canonicalType(text.split(' '))).toBe(canonical);
+  });
+
+  test('pointers take the dtype of their pointee, const pointees are read-only', () => {
+    const cases: [string, string, string | null, boolean][] = [
+      ['const float* __restrict__ x', 'x', 'float32', true],
+      ['float *y', 'y', 'float32', false],
+      ['double* const out', 'out', 'float64', false],
+      ['float const* in', 'in', 'float32', true],
+      ['const int* idx', 'idx', 'int32', true],
+      ['unsigned* bits', 'bits', 'uint32', false],
+      ['uint32_t* u', 'u', 'uint32', false],
+      ['float4* v', 'v', 'float32', false],
+      ['void* raw', 'raw', null, false],
+      ['unsigned char* bytes', 'bytes', null, false],
+      ['__half* h', 'h', null, false],
+      ['float** table', 'table', null, false],
+      ['const double v[]', 'v', 'float64', true],
+      ['MyStruct* s', 's', null, false],
+    ];
+    for (const [decl, name, dtype, readOnly] of cases) {
+      const p = parseParam(decl, 'unnamed');
+      expect(p.name).toBe(name);
+      expect(p.type).toMatchObject({ kind: 'pointer', size: 8, dtype, readOnly });
+    }
+  });
+
+  test('scalars: size and kind', () => {
+    const cases: [string, string, string, number][] = [
+      ['int n', 'n', 'int32', 4],
+      ['unsigned n', 'n', 'uint32', 4],
+      ['const long long count', 'count', 'int64', 8],
+      ['size_t bytes', 'bytes', 'uint64', 8],
+      ['float a', 'a', 'float32', 4],
+      ['double alpha', 'alpha', 'float64', 8],
+      ['bool flag', 'flag', 'bool', 1],
+      ['char c', 'c', 'int8', 1],
+      ['unsigned short s', 's', 'uint16', 2],
+      ['int64_t big', 'big', 'int64', 8],
+      ['__half h', 'h', 'float16', 2],
+      ['__nv_bfloat16 b', 'b', 'bfloat16', 2],
+      ['const __grid_constant__ int g', 'g', 'int32', 4],
+      ['int n = 4', 'n', 'int32', 4],
+    ];
+    for (const [decl, name, scalar, size] of cases) {
+      const p = parseParam(decl, 'unnamed');
+      expect(p.name).toBe(name);
+      expect(p.type).toMatchObject({ kind: 'scalar', scalar, size });
+    }
+  });
+
+  test('unnamed parameters get the fallback name', () => {
+    expect(parseParam('float*', 'arg2').name).toBe('arg2');
+    expect(parseParam('unsigned int', 'arg0')).toMatchObject({ name: 'arg0', type: { scalar: 'uint32' } });
+    expect(parseParam('long long', 'arg1')).toMatchObject({ name: 'arg1', type: { scalar: 'int64' } });
+  });
+
+  test('what a launch cannot pass is refused with the reason', () => {
+    expect(() => parseParam('float& x', 'a')).toThrow(/reference/);
+    expect(() => parseParam('Weights w', 'a')).toThrow(/type Weights cannot be passed/);
+    expect(() => parseParam('long double x', 'a')).toThrow(UnsupportedParam);
+    expect(() => parseParam('void (*f)(int)', 'a')).toThrow(/function pointers/);
+    expect(() => parseParam('cuda::std::array<float, 4> v', 'a')).toThrow(/template types/);
+    expect(() => parseParamList('int n, Weights w')).toThrow(/parameter 1 \(Weights w\)/);
+  });
+
+  test('parameter lists: void and empty are no parameters; commas inside brackets do not split', () => {
+    expect(parseParamList('void')).toEqual([]);
+    expect(parseParamList('  ')).toEqual([]);
+    expect(parseParamList('int n, float a, const float* x, float* y').map((p) => p.name)).toEqual(['n', 'a', 'x', 'y']);
+    expect(parseParamList('float v[4], int n').map((p) => p.type.kind)).toEqual(['pointer', 'scalar']);
+  });
+});
+
+describe('finding kernels in a source', () => {
+  const source = `
+#include <cuda_fp16.h>
+#define BLOCK 256
+// __global__ void commented(int x) {}
+/* extern "C" __global__ void alsoCommented(float* x); */
+const char* text = "__global__ void inAString(int)";
+
+extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+
+extern "C" {
+__global__ void __launch_bounds__(BLOCK, 2) inBlock(double* out,
+                                                     unsigned n) { out[0] = n; }
+__device__ float helper(float x) { return x; }
+}
+
+template <typename T, int N = 4>
+__global__ void scale(T* x, T a, int n) { if (threadIdx.x < n) x[threadIdx.x] *= a * N; }
+
+namespace ns {
+__global__ void cpp(float* v) { v[0] = 1; }
+}
+
+extern "C" __global__ void declaredFirst(int n);
+extern "C" __global__ void declaredFirst(int n) {}
+`;
+
+  test('strips comments, strings and preprocessor lines, keeping offsets', () => {
+    const s = stripSource(source);
+    expect(s.length).toBe(source.length);
+    expect(s).not.toContain('commented');
+    expect(s).not.toContain('inAString');
+    expect(s).not.toContain('BLOCK 256');
+    expect(s).toContain('extern "C" __global__ void saxpy');
+  });
+
+  test('finds extern "C" kernels, kernels in extern "C" blocks, templates and C++ kernels, once each', () => {
+    const found = findKernels(source);
+    expect(found.map((k) => [k.name, k.externC, k.template !== null])).toEqual([
+      ['saxpy', true, false],
+      ['inBlock', true, false],
+      ['scale', false, true],
+      ['cpp', false, false],
+      ['declaredFirst', true, false],
+    ]);
+    expect(found[0].paramsText).toBe('int n, float a, const float* x, float* y');
+    expect(found[1].paramsText).toBe('double* out, unsigned n');
+    expect(found[2].template).toEqual([
+      { kind: 'type', name: 'T' },
+      { kind: 'value', name: 'N', default: '4' },
+    ]);
+  });
+
+  test('signatures: extern "C" by name, templates instantiated, overrides from options.signatures', () => {
+    const kernels = findKernels(source);
+    const saxpy = kernelSignature('saxpy', kernels, {});
+    expect(saxpy.ok && saxpy.params.map((p) => [p.name, p.type.kind])).toEqual([
+      ['n', 'scalar'],
+      ['a', 'scalar'],
+      ['x', 'pointer'],
+      ['y', 'pointer'],
+    ]);
+    const scaled = kernelSignature('scale<double, 2>', kernels, {});
+    expect(scaled.ok && scaled.params.map((p) => p.type)).toMatchObject([
+      { kind: 'pointer', dtype: 'float64' },
+      { kind: 'scalar', scalar: 'float64' },
+      { kind: 'scalar', scalar: 'int32' },
+    ]);
+    // The default fills the missing value argument.
+    const defaulted = kernelSignature('scale<float>', kernels, {});
+    expect(defaulted.ok && defaulted.params[0].type).toMatchObject({ kind: 'pointer', dtype: 'float32' });
+    const given = kernelSignature('made<int>', kernels, { 'made< int >': 'int* out, int n' });
+    expect(given.ok && given.source).toBe('signatures');
+    expect(kernelSignature('ns::cpp', kernels, {}).ok).toBe(true);
+  });
+
+  test('unknown kernels and overloads say what to do', () => {
+    const kernels = findKernels(source);
+    const missing = kernelSignature('nothere', kernels, {});
+    expect(missing.ok).toBe(false);
+    expect(!missing.ok && missing.reason).toMatch(/no __global__ function nothere.*found: saxpy/);
+    const overloaded = findKernels(
+      '__global__ void f(int* x) {}\n__global__ void f(float* x) {}\ntemplate <typename T> __global__ void g(T x) {}',
+    );
+    const f = kernelSignature('f', overloaded, {});
+    expect(!f.ok && f.reason).toMatch(/overloaded.*options.signatures/);
+    const tooMany = kernelSignature('g<int, int>', overloaded, {});
+    expect(!tooMany.ok && tooMany.reason).toMatch(/does not fit/);
+    expect(!tooMany.ok && tooMany.kind).toBe('unknown');
+    const byValue = kernelSignature('s', findKernels('extern "C" __global__ void s(Weights w) {}'), {});
+    expect(byValue).toMatchObject({ ok: false, kind: 'unsupported' });
+  });
+
+  test('name expressions', () => {
+    expect(normalizeExpression(' scale< float , 4 > ')).toBe('scale<float,4>');
+    expect(normalizeExpression('ns :: k')).toBe('ns::k');
+    expect(splitExpression('&ns::scale<float, 4>')).toEqual({ base: 'scale', args: ['float', '4'] });
+    expect(splitExpression('ns::k')).toEqual({ base: 'k', args: null });
+    expect(splitExpression('k<cuda::std::pair<int, int>>')).toEqual({ base: 'k', args: ['cuda::std::pair<int, int>'] });
+    const t = findKernels('template <typename T> __global__ void k(const T* a, T* Tb, T b) {}')[0];
+    // Only whole identifiers are replaced.
+    expect(instantiate(t, ['double'])).toBe('const double* a, double* Tb, double b');
+  });
+});
