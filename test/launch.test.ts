@@ -5,6 +5,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { resolveJobId } from '../lib/cli/launch';
+
 const root = path.join(__dirname, '..');
 const register = path.join(root, 'test', 'harness', 'ts-register.js');
 const RANK_SCRIPT = `
@@ -100,6 +102,18 @@ function collect(child: ChildProcess): Promise<{ code: number | null; stdout: st
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - t0 })));
 }
+
+test('the job token: --job-id, else CUDA_KERNELS_JOB_ID (empty counts as unset), else random with one node', () => {
+  expect(resolveJobId({ jobId: 'a', nnodes: 2 }, { CUDA_KERNELS_JOB_ID: 'b' })).toBe('a');
+  expect(resolveJobId({ nnodes: 2 }, { CUDA_KERNELS_JOB_ID: 'b' })).toBe('b');
+  expect(resolveJobId({ nnodes: 1 }, { CUDA_KERNELS_JOB_ID: '' })).toMatch(/^[0-9a-f]{32}$/);
+  expect(() => resolveJobId({ nnodes: 2 }, { CUDA_KERNELS_JOB_ID: '' })).toThrow(/same --job-id/);
+  expect(() => resolveJobId({ jobId: '', nnodes: 1 }, {})).toThrow(/--job-id must be 1 to 256/);
+  expect(() => resolveJobId({ nnodes: 1 }, { CUDA_KERNELS_JOB_ID: 'x'.repeat(257) })).toThrow(
+    /CUDA_KERNELS_JOB_ID must be 1 to 256/,
+  );
+  expect(resolveJobId({ jobId: 'x'.repeat(256), nnodes: 1 }, {})).toHaveLength(256);
+});
 
 describe('cuda-kernels launch', () => {
   test('starts the ranks with their variables, passes the script its arguments and prefixes every line', async () => {

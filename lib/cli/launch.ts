@@ -96,23 +96,25 @@ export function resolveJobId(
   opts: Pick<LaunchOptions, 'jobId' | 'nnodes'>,
   env: NodeJS.ProcessEnv = process.env,
 ): string {
-  const given = opts.jobId ?? env[JOB_ID_VARIABLE];
-  const from = opts.jobId !== undefined ? '--job-id' : JOB_ID_VARIABLE;
-  if (given === undefined || given === '') {
-    if (opts.nnodes > 1) {
+  const checked = (from: string, id: string) => {
+    if (!JOB_ID_PATTERN.test(id)) {
       throw new RangeError(
-        `--nnodes ${opts.nnodes}: the ranks of every node must present the same job token; ` +
-          `give each node's launcher the same --job-id <id> (or ${JOB_ID_VARIABLE})`,
+        `${from} must be 1 to 256 printable ASCII characters without spaces, got ${JSON.stringify(id)}`,
       );
     }
-    return randomBytes(16).toString('hex');
-  }
-  if (!JOB_ID_PATTERN.test(given)) {
+    return id;
+  };
+  if (opts.jobId !== undefined) return checked('--job-id', opts.jobId);
+  // An empty variable counts as unset, as shells make it easily.
+  const fromEnv = env[JOB_ID_VARIABLE];
+  if (fromEnv) return checked(JOB_ID_VARIABLE, fromEnv);
+  if (opts.nnodes > 1) {
     throw new RangeError(
-      `${from} must be 1 to 256 printable ASCII characters without spaces, got ${JSON.stringify(given)}`,
+      `--nnodes ${opts.nnodes}: the ranks of every node must present the same job token; ` +
+        `give each node's launcher the same --job-id <id> (or ${JOB_ID_VARIABLE})`,
     );
   }
-  return given;
+  return randomBytes(16).toString('hex');
 }
 
 function checkOptions(o: LaunchOptions, masterAddrGiven: boolean): void {
