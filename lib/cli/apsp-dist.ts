@@ -2,7 +2,7 @@
 // `cuda-kernels launch`, mpirun or srun): the graph is split into row bands over the ranks.
 import { performance } from 'node:perf_hooks';
 
-import { apspDistributed, type ApspDistInput } from '../distributed/apsp';
+import { agreeOnFailure, apspDistributed, type ApspDistInput } from '../distributed/apsp';
 import { Communicator } from '../distributed/communicator';
 import { readGraph, writeDistances } from '../io/graph';
 import { type ApspCliOptions, cliFormats, progressReporter } from './apsp';
@@ -26,12 +26,21 @@ export async function apspDistributedCommand(
   }
   const { inputFormat, format } = cliFormats(input, output, opts);
   using comm = await Communicator.init();
-  let source: ApspDistInput;
+  let source: ApspDistInput = { matrix: null };
   if (inputFormat === 'binary') source = { file: input };
-  else if (comm.rank === 0) {
-    const g = readGraph(input, { format: inputFormat });
-    source = { matrix: g.matrix, n: g.n };
-  } else source = { matrix: null };
+  else {
+    // Rank 0 alone reads a text graph; a bad file must stop the others too, not leave them waiting.
+    let failure: unknown = null;
+    try {
+      if (comm.rank === 0) {
+        const g = readGraph(input, { format: inputFormat });
+        source = { matrix: g.matrix, n: g.n };
+      }
+    } catch (e) {
+      failure = e;
+    }
+    await agreeOnFailure(comm, failure, `reading ${input}`, 'apsp --distributed');
+  }
   const reporter =
     opts.progress && comm.rank === 0
       ? progressReporter(`apsp distributed over ${comm.size} ranks`, process.stderr)
@@ -47,11 +56,18 @@ export async function apspDistributedCommand(
   } finally {
     reporter?.finish();
   }
-  if (result.matrix) {
-    using m = result.matrix;
-    writeDistances(output, await m.toHost(), result.n, { format });
+  if (format !== 'binary') {
+    let failure: unknown = null;
+    try {
+      if (result.matrix) {
+        using m = result.matrix;
+        writeDistances(output, await m.toHost(), result.n, { format });
+      }
+    } catch (e) {
+      failure = e;
+    }
+    await agreeOnFailure(comm, failure, `writing ${output}`, 'apsp --distributed');
   }
-  await comm.barrier();
   const seconds = (performance.now() - t0) / 1000;
   const rate = result.n ** 3 / seconds;
   if (comm.rank === 0) {

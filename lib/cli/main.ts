@@ -126,8 +126,15 @@ program
   .option('--nproc-per-node <n>', 'ranks on this host', atLeastOne, 1)
   .option('--nnodes <n>', 'hosts in the job', atLeastOne, 1)
   .option('--node-rank <i>', "this host's index in the job", positiveInt, 0)
-  .option('--master-addr <host>', "rank 0's host (it serves NCCL's bootstrap there)", '127.0.0.1')
+  .option(
+    '--master-addr <host>',
+    "rank 0's host, where it serves the bootstrap (default 127.0.0.1; required with --nnodes > 1)",
+  )
   .option('--master-port <port>', "rank 0's bootstrap port", positiveInt, 29500)
+  .option(
+    '--job-id <id>',
+    'the job token every rank presents (default: $CUDA_KERNELS_JOB_ID, else random; required with --nnodes > 1)',
+  )
   .option('--no-node', 'run <script> as a command of its own instead of with Node.js')
   .option('--no-prefix', "do not prefix the ranks' output lines with [rank<r>]:")
   .option('--kill-timeout <ms>', 'after one rank fails, how long the others get before SIGKILL', positiveInt, 10000)
@@ -140,6 +147,7 @@ program
       nodeRank: opts.nodeRank,
       masterAddr: opts.masterAddr,
       masterPort: opts.masterPort,
+      jobId: opts.jobId,
       node: opts.node,
       prefix: opts.prefix,
       killTimeoutMs: opts.killTimeout,

@@ -1,7 +1,10 @@
 // All-pairs shortest paths over the ranks of a communicator, each rank holding only its band of rows.
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 import { checkArray, copyDevice, type DeviceArray, empty, upload } from '../array';
+import { holdArrays } from '../async';
 import { randomArray } from '../cpu/index';
 import { INF } from '../ops/apsp-spec';
 import { checkInteger, rangeError, typeError } from '../errors';
@@ -36,7 +39,10 @@ export type ApspRandomInput = Omit<RandomGraphOptions, 'device'>;
 /**
  * Where the weights come from; every rank passes the same kind:
  *
- * - `{ band, n }`: this rank's rows ({@link apspBandOf}) × n, int32, on the communicator's device;
+ * - `{ band, n }`: this rank's rows ({@link apspBandOf}) × n, int32, on the communicator's device,
+ *   left as they are; with `inPlace: true` the distances are written into them instead (the result's
+ *   `band` is then this array), so that the run needs no second band: only two 128×n panels when n
+ *   is a multiple of 128 (else also a padded copy of the band);
  * - `{ matrix, n }` on rank 0 (the whole n×n matrix, host or device), `{ matrix: null }` on the others:
  *   rank 0 scatters the bands, one at a time;
  * - `{ file }`: a binary graph file (int32 n, then the n² weights, as `writeGraph` writes it) that
@@ -45,7 +51,7 @@ export type ApspRandomInput = Omit<RandomGraphOptions, 'device'>;
  *   device (for graphs no host or disk holds).
  */
 export type ApspDistInput =
-  | { band: DeviceArray<'int32'> | null; n: number }
+  | { band: DeviceArray<'int32'> | null; n: number; inPlace?: boolean }
   | { matrix: Int32Array | DeviceArray<'int32'> | null; n?: number }
   | { file: string }
   | { random: ApspRandomInput; n: number };
@@ -157,52 +163,82 @@ async function writeRows(file: string, band: DeviceArray<'int32'>, n: number, ro
   }
 }
 
-// Every rank learns every rank's n and whether its step went well, so that all of them go on or all
-// of them throw (a rank that threw alone would leave the others waiting in the next collective).
-// Every rank learns whether each rank's `step` failed and what value (n) it has: the ranks that failed
-// rethrow their own error, the others throw naming them, so that no rank goes on to a collective the
-// others never make; and the values must agree.
+/** A value every rank brings to {@link agree}: NaN where this rank does not know it. */
+interface Agreed {
+  name: string;
+  value: number;
+  /** How to print a value in the error (default: the number). */
+  show?: (v: number) => string;
+}
+
+// Every rank learns whether each rank's `step` failed and what values it has: the ranks that failed
+// rethrow their own error, the others throw naming them, so that no rank goes on to a collective
+// the others never make; then the values must agree (NaN, unknown, agrees with anything). Returns
+// the agreed values (NaN where no rank knew one).
 async function agree(
   comm: Communicator,
-  n: number,
   failure: unknown,
   step: string,
+  fields: Agreed[] = [],
   who = 'apspDistributed',
-  what = 'n',
-): Promise<number> {
-  using mine = upload(Int32Array.of(n, failure === null ? 1 : 0), { device: comm.device });
-  using all = await comm.allGather(mine);
+): Promise<number[]> {
+  const width = 1 + fields.length;
+  const mine = new Float64Array(width);
+  mine[0] = failure === null ? 1 : 0;
+  fields.forEach((f, i) => (mine[1 + i] = f.value));
+  using onDevice = upload(mine, { device: comm.device });
+  using all = await comm.allGather(onDevice);
   const got = await all.toHost();
   const failed: number[] = [];
-  const ns = new Set<number>();
-  for (let r = 0; r < comm.size; r++) {
-    if (got[2 * r + 1] !== 1) failed.push(r);
-    else if (got[2 * r] > 0) ns.add(got[2 * r]);
-  }
+  for (let r = 0; r < comm.size; r++) if (got[r * width] !== 1) failed.push(r);
   if (failure !== null) throw failure;
   if (failed.length > 0) {
     throw new Error(
       `${who}: ${step} failed on rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} (see its error)`,
     );
   }
-  if (ns.size > 1) {
-    throw new RangeError(
-      `${who}: the ranks disagree on ${what} (${[...ns].join(', ')}); every rank must pass the same`,
-    );
-  }
-  if (ns.size === 0) throw new RangeError(`${who}: no rank knows n (rank 0 must pass input.n with input.matrix)`);
-  return [...ns][0];
+  return fields.map((f, i) => {
+    const byValue = new Map<number, number[]>();
+    for (let r = 0; r < comm.size; r++) {
+      const v = got[r * width + 1 + i];
+      if (!Number.isNaN(v)) byValue.set(v, [...(byValue.get(v) ?? []), r]);
+    }
+    if (byValue.size > 1) {
+      const show = f.show ?? String;
+      const said = [...byValue].map(
+        ([v, ranks]) => `rank${ranks.length > 1 ? 's' : ''} ${ranks.join(', ')}: ${show(v)}`,
+      );
+      throw new RangeError(
+        `${who}: the ranks disagree on ${f.name} (${said.join('; ')}); every rank must pass the same`,
+      );
+    }
+    return byValue.size === 0 ? NaN : [...byValue.keys()][0];
+  });
+}
+
+/**
+ * @internal Every rank of `comm` learns whether `step` failed on any rank: the ranks where it failed
+ * throw their own error (`failure`), the others an Error naming them. For the steps of a job that
+ * only some ranks take (the command line's rank 0 reading a text graph), so that no rank is left
+ * waiting for the others.
+ */
+export async function agreeOnFailure(comm: Communicator, failure: unknown, step: string, who: string): Promise<void> {
+  await agree(comm, failure, step, [], who);
 }
 
 function checkN(name: string, n: unknown): number {
   return checkInteger(name, n, 1, APSP_DIST_MAX_N);
 }
 
+const INPUT_KINDS = ['{ band, n }', '{ matrix }', '{ file }', '{ random, n }'];
+const OUTPUT_KINDS = ['band', 'gather', '{ file }'];
+
 /**
  * All-pairs shortest paths of a dense directed graph over the ranks of `comm`: blocked Floyd–Warshall
  * with the `fast` kernels, each rank holding only its band of 128-row tile rows ({@link apspBandOf}),
- * so a GPU needs about n²·4/size bytes (plus two 128×n panels; the band is updated in place when
- * n is a multiple of 128 and the input is ours to overwrite) — graphs larger than one GPU fit.
+ * so a GPU needs about n²·4/size bytes and two 128×n panels — graphs larger than one GPU fit. (The
+ * caller's band of a `{ band, n }` input comes on top unless `inPlace`, and a padded copy of the band
+ * when n is not a multiple of 128.)
  *
  * Each round the rank owning the pivot tile row closes the pivot block, computes the pivot row panel
  * and broadcasts the 128×n panel to every rank through NCCL; every rank then updates its part of the
@@ -211,10 +247,13 @@ function checkN(name: string, n: unknown): number {
  * updated (look-ahead), as the in-process band scheme of {@link apsp} with `devices` does over peer
  * copies. The distances equal the single-GPU ones exactly.
  *
- * Every rank calls it with the same kind of input ({@link ApspDistInput}) and output. A failure on any
- * rank (bad input, a missing file) makes every rank throw; a rank that dies makes the others throw
- * an {@link NcclError} within the communicator's timeout. The run itself is on a worker thread; the
- * communicator takes no other calls until it is done.
+ * Every rank calls it with the same kind of input ({@link ApspDistInput}), the same output kind and
+ * the same `validate`: the ranks check that first, and a mismatch, or a failure on any rank (bad
+ * input, a missing file, an allocation), makes every rank throw. A rank that dies makes the others
+ * throw an {@link NcclError} within the communicator's timeout. A `free()` of the input's arrays
+ * while it runs takes effect when it is done with them (the call then throws on every rank when it
+ * comes before the rounds). The run itself is on a worker thread; the communicator takes no other
+ * calls until it is done.
  *
  * @example
  * ```ts
@@ -229,47 +268,68 @@ export async function apspDistributed(
 ): Promise<ApspDistResult> {
   if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
   comm.handle('apspDistributed');
-  if (typeof input !== 'object' || input === null)
-    throw typeError('input', 'an object ({ band | matrix | file | random })', input);
-  if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
-  const output = options.output ?? 'band';
-  if (
-    output !== 'band' &&
-    output !== 'gather' &&
-    (typeof output !== 'object' || output === null || typeof output.file !== 'string')
-  ) {
-    throw rangeError('options.output', "'band', 'gather' or { file }", output);
-  }
-  if (options.onRound !== undefined && typeof options.onRound !== 'function') {
-    throw typeError('options.onRound', 'a function', options.onRound);
-  }
-  const validate = options.validate ?? true;
-  if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
   const { rank, size, device } = comm;
 
-  // 1. Each rank's input, checked locally; then every rank agrees (or every rank throws).
-  let nLocal = 0;
+  // 1. Each rank's arguments and input, checked and read locally; then every rank agrees on n and
+  // on the kinds (or every rank throws). Nothing here throws before that: a rank that threw alone
+  // would leave the others waiting in the agreement.
+  let failure: unknown = null;
+  let output: ApspDistOutput = 'band';
+  let onRound: ApspDistOptions['onRound'];
+  const kinds = { input: NaN, output: NaN, validate: NaN };
+  let graph = { density: NaN, minWeight: NaN, maxWeight: NaN, seed: NaN };
+  let nLocal = NaN;
+  // The caller's arrays ({ band } and a device { matrix }), held so that a free() meanwhile is deferred.
+  let userBand: DeviceArray<'int32'> | null = null;
+  let inPlace = false;
+  let matrix: Int32Array | DeviceArray<'int32'> | null = null;
+  let release: (() => void) | null = null;
+  // The rows the run reads, and whether this call made them (then the run works in them).
   let band: DeviceArray<'int32'> | null = null;
   let owned = false;
-  let matrix: Int32Array | DeviceArray<'int32'> | null = null;
-  let failure: unknown = null;
   try {
+    if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
+    output = options.output ?? 'band';
+    kinds.output =
+      output === 'band'
+        ? 0
+        : output === 'gather'
+          ? 1
+          : typeof output === 'object' && output !== null && typeof output.file === 'string'
+            ? 2
+            : NaN;
+    if (Number.isNaN(kinds.output)) throw rangeError('options.output', "'band', 'gather' or { file }", output);
+    if (options.onRound !== undefined && typeof options.onRound !== 'function') {
+      throw typeError('options.onRound', 'a function', options.onRound);
+    }
+    onRound = options.onRound;
+    const validate = options.validate ?? true;
+    if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
+    kinds.validate = validate ? 1 : 0;
+    if (typeof input !== 'object' || input === null)
+      throw typeError('input', 'an object ({ band | matrix | file | random })', input);
     if ('band' in input) {
+      kinds.input = 0;
       nLocal = checkN('input.n', input.n);
+      inPlace = input.inPlace ?? false;
+      if (typeof inPlace !== 'boolean') throw typeError('input.inPlace', 'a boolean', inPlace);
       const { rows } = apspBandOf(nLocal, size, rank);
       if (rows > 0 || input.band !== null) {
-        band = checkArray('input.band', input.band, 'int32');
-        if (band.device !== device)
-          throw rangeError('input.band', `on the communicator's device ${device}`, `device ${band.device}`);
-        if (band.length !== rows * nLocal) {
+        userBand = checkArray('input.band', input.band, 'int32');
+        if (userBand.device !== device)
+          throw rangeError('input.band', `on the communicator's device ${device}`, `device ${userBand.device}`);
+        if (userBand.length !== rows * nLocal) {
           throw rangeError(
             'input.band',
             `this rank's ${rows} rows × n = ${rows * nLocal} elements`,
-            `${band.length} elements`,
+            `${userBand.length} elements`,
           );
         }
+        release = holdArrays('apspDistributed', [userBand], []);
+        band = userBand;
       }
     } else if ('matrix' in input) {
+      kinds.input = 1;
       if (rank === 0) {
         nLocal = checkN('input.n', input.n);
         const m = input.matrix;
@@ -277,12 +337,12 @@ export async function apspDistributed(
           if (m.length !== nLocal * nLocal)
             throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${m.length} elements`);
         } else {
-          checkArray('input.matrix', m, 'int32');
-          const d = m as DeviceArray<'int32'>;
+          const d = checkArray('input.matrix', m, 'int32');
           if (d.length !== nLocal * nLocal)
             throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${d.length} elements`);
           if (d.device !== device)
             throw rangeError('input.matrix', `on the communicator's device ${device}`, `device ${d.device}`);
+          release = holdArrays('apspDistributed', [d], []);
         }
         matrix = m;
       } else if (input.matrix !== null && input.matrix !== undefined) {
@@ -291,6 +351,7 @@ export async function apspDistributed(
         nLocal = checkN('input.n', input.n);
       }
     } else if ('file' in input) {
+      kinds.input = 2;
       nLocal = readHeader(input.file);
       const { row0, rows } = apspBandOf(nLocal, size, rank);
       if (rows > 0) {
@@ -298,12 +359,14 @@ export async function apspDistributed(
         owned = true;
       }
     } else if ('random' in input) {
+      kinds.input = 3;
       nLocal = checkN('input.n', input.n);
-      const { density, minWeight, maxWeight, seed } = randomGraphParams('input.random', input.random ?? {});
+      graph = randomGraphParams('input.random', input.random ?? {});
       const { row0, rows } = apspBandOf(nLocal, size, rank);
       if (rows > 0) {
         band = empty('int32', rows * nLocal, { device });
         owned = true;
+        const { density, minWeight, maxWeight, seed } = graph;
         native.apspRandomGraphRows(band.handle(), nLocal, row0, rows, density, minWeight, maxWeight, seed);
       }
     } else {
@@ -312,9 +375,25 @@ export async function apspDistributed(
   } catch (e) {
     failure = e;
   }
+  // Rank 0 names the temporary file a { file } output is written to until every rank is done.
+  const token = rank === 0 ? randomBytes(6).readUIntBE(0, 6) : NaN;
+  // The array the run writes, and the result's band when the output is `band`.
   let out: DeviceArray<'int32'> | null = null;
+  let kept: DeviceArray<'int32'> | null = null;
   try {
-    const n = await agree(comm, nLocal, failure, 'reading the input');
+    const [n, , , validate, , , , , tmpToken] = await agree(comm, failure, 'reading the input', [
+      { name: 'n', value: nLocal },
+      { name: 'the input kind', value: kinds.input, show: (v) => INPUT_KINDS[v] },
+      { name: 'options.output', value: kinds.output, show: (v) => OUTPUT_KINDS[v] },
+      { name: 'options.validate', value: kinds.validate, show: (v) => String(v === 1) },
+      { name: 'input.random.density', value: graph.density },
+      { name: 'input.random.minWeight', value: graph.minWeight },
+      { name: 'input.random.maxWeight', value: graph.maxWeight },
+      { name: 'input.random.seed', value: graph.seed },
+      { name: 'the file token', value: token },
+    ]);
+    if (Number.isNaN(n))
+      throw new RangeError('apspDistributed: no rank knows n (rank 0 must pass input.n with input.matrix)');
     const { row0, rows } = apspBandOf(n, size, rank);
 
     // 2. Scatter from rank 0, one band at a time (rank 0's device holds one staged band at most).
@@ -343,82 +422,151 @@ export async function apspDistributed(
       }
     }
 
-    // 3. Weights in [0, INF] everywhere, or every rank throws.
-    if (validate) {
+    // 3. Weights in [0, INF] everywhere, the run's output allocated, the caller's band still there;
+    // or every rank throws.
+    if (validate === 1 || userBand !== null) {
       let bad: unknown = null;
-      if (band && band.length > 0) {
-        const lo = reduce(band, 'min');
-        const hi = reduce(band, 'max');
-        if (lo < 0 || hi > INF) bad = rangeError('input', `weights in [0, INF = ${INF}]`, lo < 0 ? lo : hi);
+      try {
+        if (userBand?.freed) throw new TypeError('input.band was freed while apspDistributed was using it');
+        if (validate === 1 && band && band.length > 0) {
+          const lo = reduce(band, 'min');
+          const hi = reduce(band, 'max');
+          if (lo < 0 || hi > INF) throw rangeError('input', `weights in [0, INF = ${INF}]`, lo < 0 ? lo : hi);
+        }
+        // The caller's band stays as it was unless the caller gave it for the distances.
+        if (userBand !== null) out = inPlace ? userBand : empty('int32', rows * n, { device, shape: [rows, n] });
+      } catch (e) {
+        bad = e;
       }
-      await agree(comm, n, bad, 'validating the weights');
+      await agree(comm, bad, validate === 1 ? 'validating the weights' : 'preparing the run');
     }
+    if (owned) out = band;
 
     // 4. The rounds.
-    out = owned ? band : rows > 0 ? empty('int32', rows * n, { device, shape: [rows, n] }) : null;
-    const inHandle = band && rows > 0 ? band.handle('input.band') : null;
-    const outHandle = out ? out.handle('out') : null;
+    let inHandle: CommHandleArg = null;
+    let outHandle: CommHandleArg = null;
+    try {
+      // A free() of the caller's band during the agreement just made: this rank cannot take part,
+      // and the others are already in the rounds; aborting ends their wait at once.
+      if (band && rows > 0) inHandle = band.handle('input.band');
+      if (out && rows > 0) outHandle = out.handle('out');
+    } catch (e) {
+      comm.abort();
+      throw e;
+    }
     await comm.exclusive('apspDistributed', async (h) => {
       try {
-        await native.apspDistRun(h, inHandle, outHandle, n, options.onRound);
+        await native.apspDistRun(h, inHandle, outHandle, n, onRound);
       } catch (e) {
         throw asNcclError(e);
       }
     });
-    if (owned) band = null; // now the output
 
     // 5. The output.
     const result: ApspDistResult = { n, row0, rows, band: null, matrix: null };
     if (output === 'band') {
       result.band = out;
-      out = null;
+      kept = out;
     } else if (output === 'gather') {
-      if (rank === 0) {
-        const whole = empty('int32', n * n, { device, shape: [n, n] });
-        try {
-          if (out) copyDevice(whole, out, { dstOffset: row0 * n });
-          for (let r = 1; r < size; r++) {
-            const b = apspBandOf(n, size, r);
-            if (b.rows > 0) await comm.recv(whole, r, { offset: b.row0 * n, count: b.rows * n });
-          }
-        } catch (e) {
-          whole.free();
-          throw e;
-        }
-        result.matrix = whole;
-      } else if (out) {
-        await comm.send(out, 0);
-      }
+      result.matrix = await gather(comm, out, n, row0);
     } else {
-      const file = output.file;
-      let bad: unknown = null;
-      try {
-        if (rank === 0) {
-          const fd = fs.openSync(file, 'w');
-          try {
-            const head = Buffer.alloc(4);
-            head.writeInt32LE(n, 0);
-            fs.writeSync(fd, head, 0, 4, 0);
-            fs.ftruncateSync(fd, 4 + n * n * 4);
-          } finally {
-            fs.closeSync(fd);
-          }
-        }
-      } catch (e) {
-        bad = e;
-      }
-      await agree(comm, n, bad, `creating ${file}`);
-      try {
-        if (out) await writeRows(file, out, n, row0);
-      } catch (e) {
-        bad = e;
-      }
-      await agree(comm, n, bad, `writing ${file}`);
+      await writeDistanceFile(comm, (output as { file: string }).file, out, n, row0, tmpToken);
     }
     return result;
   } finally {
-    if (owned) band?.free();
-    out?.free();
+    release?.();
+    if (owned && band !== kept) band?.free();
+    if (out !== userBand && out !== band && out !== kept) out?.free();
+  }
+}
+
+type CommHandleArg = Parameters<typeof native.apspDistRun>[1];
+
+// `gather`: rank 0 allocates the n×n matrix first, and every rank learns whether it could before
+// any rank sends (a rank 0 that cannot would otherwise leave the others waiting in their sends).
+async function gather(
+  comm: Communicator,
+  band: DeviceArray<'int32'> | null,
+  n: number,
+  row0: number,
+): Promise<DeviceArray<'int32'> | null> {
+  let whole: DeviceArray<'int32'> | null = null;
+  let bad: unknown = null;
+  if (comm.rank === 0) {
+    try {
+      whole = empty('int32', n * n, { device: comm.device, shape: [n, n] });
+    } catch (e) {
+      bad = e;
+    }
+  }
+  await agree(comm, bad, `allocating the ${n}×${n} matrix on rank 0`);
+  if (comm.rank !== 0) {
+    if (band) await comm.send(band, 0);
+    return null;
+  }
+  const matrix = whole as DeviceArray<'int32'>;
+  try {
+    if (band) copyDevice(matrix, band, { dstOffset: row0 * n });
+    for (let r = 1; r < comm.size; r++) {
+      const b = apspBandOf(n, comm.size, r);
+      if (b.rows > 0) await comm.recv(matrix, r, { offset: b.row0 * n, count: b.rows * n });
+    }
+  } catch (e) {
+    matrix.free();
+    throw e;
+  }
+  return matrix;
+}
+
+// `{ file }`: every rank writes its rows into a temporary file beside the target, which rank 0
+// renames to the target once every rank has written; after a failure the target is left as it was
+// (absent, or an older file) and the temporary file is removed, so no file that looks complete is
+// ever half written.
+async function writeDistanceFile(
+  comm: Communicator,
+  file: string,
+  band: DeviceArray<'int32'> | null,
+  n: number,
+  row0: number,
+  token: number,
+): Promise<void> {
+  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${token.toString(16)}.partial`);
+  const leader = comm.rank === 0;
+  let done = false;
+  try {
+    let bad: unknown = null;
+    try {
+      if (leader) {
+        const fd = fs.openSync(temporary, 'wx');
+        try {
+          const head = Buffer.alloc(4);
+          head.writeInt32LE(n, 0);
+          fs.writeSync(fd, head, 0, 4, 0);
+          fs.ftruncateSync(fd, 4 + n * n * 4);
+        } finally {
+          fs.closeSync(fd);
+        }
+      }
+    } catch (e) {
+      bad = e;
+    }
+    await agree(comm, bad, `creating ${temporary}`);
+    try {
+      if (band) await writeRows(temporary, band, n, row0);
+    } catch (e) {
+      bad = e;
+    }
+    await agree(comm, bad, `writing ${temporary}`);
+    try {
+      if (leader) fs.renameSync(temporary, file);
+      done = true;
+    } catch (e) {
+      bad = e;
+    }
+    // The others return only once the file is in place.
+    await agree(comm, bad, `renaming ${temporary} to ${file}`);
+  } finally {
+    if (leader && !done) fs.rmSync(temporary, { force: true });
   }
 }
 
@@ -498,8 +646,21 @@ export async function apspBellmanCheck(
   } catch (e) {
     failure = e;
   }
-  await agree(comm, n, failure, 'checking the arguments', 'apspBellmanCheck');
-  await agree(comm, samples, null, 'checking the arguments', 'apspBellmanCheck', 'options.samples');
+  await agree(
+    comm,
+    failure,
+    'checking the arguments',
+    [
+      { name: 'result.n', value: n },
+      { name: 'options.samples', value: samples },
+      { name: 'options.seed', value: seed },
+      { name: 'random.density', value: graph.density },
+      { name: 'random.minWeight', value: graph.minWeight },
+      { name: 'random.maxWeight', value: graph.maxWeight },
+      { name: 'random.seed', value: graph.seed },
+    ],
+    'apspBellmanCheck',
+  );
   const band = result.band;
   const { density, minWeight, maxWeight, seed: graphSeed } = graph;
   // The same pairs on every rank: a deterministic draw from the seed.

@@ -91,15 +91,19 @@ void apspDistributed(Comm& comm, const int32_t* in, int32_t* out, int64_t n,
     for (cudaEvent_t* e : {&r.sent[0], &r.sent[1], &r.doneRead[0], &r.doneRead[1], &r.padded, &r.col,
                            &r.rowDone, &r.joined, &r.finished})
       *e = newEvent();
-    // In place when the caller's rows need no padding (n a multiple of 128, whole tile rows here) and
-    // it lets us overwrite them: memory is then the band and two panels, nothing more.
-    const bool inPlace = b.tiles > 0 && in == out && np == n && valid == b.tiles * kT;
+    // Rows that need no padding (n a multiple of 128, whole tile rows here) are worked on in `out`
+    // itself, copied there first unless they are there already: memory is then the band (and the
+    // caller's input, when it is another array) and two panels, never a padded copy besides.
+    const bool inPlace = b.tiles > 0 && np == n && valid == b.tiles * kT;
     if (b.tiles > 0 && !inPlace)
       CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&r.band),
                          static_cast<size_t>(b.tiles * kT * np) * sizeof(int32_t)));
     for (int32_t*& p : r.pan) CK_CUDA(cudaMalloc(reinterpret_cast<void**>(&p), panelCount * sizeof(int32_t)));
     b.m = inPlace ? out : r.band;
     if (inPlace) {
+      if (in != out)
+        CK_CUDA(cudaMemcpyAsync(out, in, static_cast<size_t>(valid * n) * sizeof(int32_t),
+                                cudaMemcpyDeviceToDevice, r.main));
       // Nothing to pad: only the diagonal becomes 0, one int32 every n + 1 elements from column row0.
       CK_CUDA(cudaMemset2DAsync(b.m + row0, static_cast<size_t>(n + 1) * sizeof(int32_t), 0, sizeof(int32_t),
                                 static_cast<size_t>(valid), r.main));

@@ -19,10 +19,10 @@ void apspBandRows(int64_t n, int size, int rank, int64_t* row0, int64_t* rows);
 // then updates its part of the pivot column and the rest of its band, and the next round's owner
 // prepares and broadcasts the next panel on a high-priority stream while the rest of its band is
 // updated (look-ahead). `in` holds this rank's rows of the weight matrix (rows × n, int32, on the
-// communicator's device; the diagonal is taken as 0), `out` receives their distances (may be `in`:
-// then, when n is a multiple of 128 and this rank holds whole tile rows, the run works in place and
-// needs only two 128×n panels besides);
-// both may be null when this rank has no rows. Every rank must call it with the same n. Calls
+// communicator's device; the diagonal is taken as 0), `out` receives their distances (may be `in`).
+// When n is a multiple of 128 the run works in `out` itself (after copying `in` there) and needs
+// only two 128×n panels besides; otherwise it also holds a padded copy of the band. Both may be null
+// when this rank has no rows. Every rank must call it with the same n. Calls
 // `progress(done, rounds)` as rounds complete, and returns when this rank's part is done. On any
 // failure the communicator is aborted (the ranks' call sequences no longer match) and CudaFailure
 // is thrown. Runs on a worker thread holding the communicator (Comm::reserve / claim).

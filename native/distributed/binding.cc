@@ -6,6 +6,7 @@
 #include <napi.h>
 
 #include <climits>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -306,7 +307,9 @@ Napi::Value ncclCommClose(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// The distributed APSP on a libuv worker thread, which holds the communicator meanwhile.
+// The distributed APSP on a libuv worker thread, which holds the communicator meanwhile, and its
+// arrays: a free() of either while it runs takes effect when it is done (the pad kernel reads `in`
+// after the call has returned to JS), and `out` is refused as another call's output meanwhile.
 class ApspWorker : public Napi::AsyncProgressQueueWorker<int> {
  public:
   ApspWorker(Napi::Env env, JsComm& j, Napi::Value commHandle, DeviceBuffer* in, DeviceBuffer* out,
@@ -322,7 +325,18 @@ class ApspWorker : public Napi::AsyncProgressQueueWorker<int> {
     if (!inHandle.IsEmpty()) keep_.Value().Set(1u, inHandle);
     if (!outHandle.IsEmpty()) keep_.Value().Set(2u, outHandle);
     if (!progress.IsEmpty()) progress_ = Napi::Persistent(progress);
+    // Last, as nothing may throw after a lock is taken (the destructor would not run).
+    if (out == in)
+      lock_ = std::make_unique<CallLock>(env, "apspDistributed", std::initializer_list<DeviceBuffer*>{},
+                                         std::initializer_list<DeviceBuffer*>{out});
+    else
+      lock_ = std::make_unique<CallLock>(env, "apspDistributed", std::initializer_list<DeviceBuffer*>{in},
+                                         std::initializer_list<DeviceBuffer*>{out});
   }
+
+  // On the JS thread once the promise has settled: deferred frees happen now, while keep_ still
+  // holds the handles (members go after this body).
+  ~ApspWorker() override { lock_.reset(); }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
 
@@ -381,6 +395,7 @@ class ApspWorker : public Napi::AsyncProgressQueueWorker<int> {
   int32_t* out_;
   int64_t n_;
   Napi::Reference<Napi::Array> keep_;  // the communicator and arrays stay alive until the end
+  std::unique_ptr<CallLock> lock_;     // released before keep_ (the destructor's body)
   Napi::FunctionReference progress_;
   bool failed_ = false;
   std::string code_, call_, message_;
@@ -405,7 +420,8 @@ Napi::Value apspDistRun(const Napi::CallbackInfo& info) {
         throw Napi::TypeError::New(env, std::string(names[i]) + " must be a device buffer handle");
       continue;
     }
-    DeviceBuffer& b = unwrapBuffer(v, names[i]);
+    // `out` must not be another running call's output (unwrapOutput).
+    DeviceBuffer& b = i == 0 ? unwrapBuffer(v, names[i]) : unwrapOutput(v, names[i]);
     if (b.dtype != Dtype::Int32) throw Napi::TypeError::New(env, std::string(names[i]) + " must be int32");
     if (b.length != static_cast<uint64_t>(rows) * static_cast<uint64_t>(n))
       throw Napi::RangeError::New(env, std::string(names[i]) + " must hold this rank's rows × n elements");
