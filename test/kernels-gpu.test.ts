@@ -191,8 +191,9 @@ __global__ void scale(T* x, T a, long long n) {
       caught = e;
     }
     expect(caught).toBeInstanceOf(ck.CompileError);
+    // " 2 | " then the line as written (two spaces of indent), the caret under column 10.
     expect((caught as ck.CompileError).message).toMatch(
-      /^oops\.cu:2:10: error: identifier "undefined_name" is undefined\n 2 \| {2}y\[0\] = undefined_name;\n {3}\| {9}\^/,
+      /^oops\.cu:2:10: error: identifier "undefined_name" is undefined\n 2 \| {3}y\[0\] = undefined_name;\n {3}\| {10}\^/,
     );
     const bad = ck.elementwise({ in: 'float32 x', out: 'float32 y', body: 'y = x;\ny += missing;', name: 'twice' });
     using x = ck.upload(new Float32Array([1]));
@@ -385,7 +386,8 @@ __global__ void scale(T* x, T a, long long n) {
     expect(() => k.launch({ grid: 1, block: 32 }, 3, 9, 1234)).toThrow(TypeError);
     expect(() => k.launch({ grid: 1, block: 32 }, 3, 9)).toThrow(/takes 3 argument\(s\) \(n, v, y\), got 2/);
     expect(() => k.launch({ grid: 1, block: 32 }, 2.5, 9, y)).toThrow(RangeError);
-    expect(() => k.launch({ grid: 1, block: 4096 }, 3, 9, y)).toThrow(/maxThreadsPerBlock/);
+    expect(() => k.launch({ grid: 1, block: 4096 }, 3, 9, y)).toThrow(/maxBlockDim\[0\]/);
+    expect(() => k.launch({ grid: 1, block: [64, 32, 1] }, 3, 9, y)).toThrow(/maxThreadsPerBlock/);
     expect(() => k.launch({ grid: [1, 1e9], block: 32 }, 3, 9, y)).toThrow(/maxGridDim\[1\]/);
     expect(() => k.launch({ grid: 1, block: 32, sharedMem: 1 << 30 }, 3, 9, y)).toThrow(/sharedMemPerBlockOptin/);
     expect(Array.from(y.toHostSync())).toEqual([1, 2, 3]);
@@ -569,6 +571,8 @@ __global__ void scale(T* x, T a, long long n) {
         if (r.signal || r.status !== 0)
           throw new Error(`child ended by ${r.signal ?? r.status}:\n${r.stdout}\n${r.stderr}`);
         const seen = JSON.parse(r.stdout.trim().split('\n').pop()!);
+        // The whole record first, so that a failure shows every step's outcome.
+        expect(seen).toMatchObject({ before: [1, 2, 3], launch: 'no error', fault: { isCudaError: true } });
         expect(seen.before).toEqual([1, 2, 3]);
         expect(seen.launch).toBe('no error'); // the launch is queued; the fault comes at the next wait
         expect(seen.fault.isCudaError).toBe(true);
