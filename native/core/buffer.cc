@@ -353,6 +353,18 @@ static std::string writeTarget(Napi::Env env, Napi::Value target, size_t offset,
   return "";
 }
 
+// A toHost() snapshot back to the pool, in the transfer stream's order, from a destructor: never throws.
+// transferStream() throws when the stream cannot be made (the device failed before its first use), and
+// an exception leaving a destructor ends the process; the memory of a failed device is gone anyway.
+static void freeSnapshot(int device, void* temp) {
+  DeviceRestore restore;
+  try {
+    if (cudaSetDevice(device) == cudaSuccess) poolFree(temp, transferStream(device));
+  } catch (const CudaFailure&) {
+  }
+  cudaGetLastError();
+}
+
 class TransferWorker : public Napi::AsyncWorker {
  public:
   enum class Mode {
@@ -375,11 +387,7 @@ class TransferWorker : public Napi::AsyncWorker {
     if (event_ != nullptr) cudaEventDestroy(event_);
     if (staging_ != nullptr) stagingRelease(staging_);
     if (pinned_ != nullptr) pinnedRelease(pinned_);
-    if (temp != nullptr) {
-      DeviceRestore restore;
-      if (cudaSetDevice(device) == cudaSuccess) poolFree(temp, transferStream(device));
-      cudaGetLastError();
-    }
+    if (temp != nullptr) freeSnapshot(device, temp);
   }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
@@ -507,12 +515,10 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
         chunks_((bytes + chunk_ - 1) / chunk_) {}
 
   ~ChunkedDownload() {
+    // Every chunk worker has waited for its copy: nothing reads the snapshot any more.
+    freeSnapshot(device_, temp_);
     DeviceRestore restore;
-    if (cudaSetDevice(device_) == cudaSuccess) {
-      // Every chunk worker has waited for its copy: nothing reads the snapshot any more.
-      poolFree(temp_, transferStream(device_));
-      cudaEventDestroy(snapshot_);
-    }
+    if (cudaSetDevice(device_) == cudaSuccess) cudaEventDestroy(snapshot_);
     cudaGetLastError();
   }
 

@@ -426,12 +426,13 @@ RingLease::RingLease() {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.highWater = std::max(c.highWater, c.leased);
   }
-  // The previous transfer's last copies may still read the slots.
-  try {
-    for (int i = 0; i < kRingSlots; ++i) waitSlot(i);
-  } catch (...) {
-    giveBack();
-    throw;
+  // The previous transfer's last copies may still read the slots. A wait that fails is that transfer's
+  // device failing (its copies will not run any more), not this transfer's, which may be on another
+  // device: the slots are free either way. (Throwing here left the slots marked, so that every later
+  // lease of the ring failed too, on every device.)
+  for (int i = 0; i < kRingSlots; ++i) {
+    if (ring_->recorded[i] && cudaEventSynchronize(ring_->events[i]) != cudaSuccess) cudaGetLastError();
+    ring_->recorded[i] = false;
   }
 }
 
@@ -454,8 +455,10 @@ char* RingLease::slot(int i) const {
 
 void RingLease::waitSlot(int i) {
   if (!ring_->recorded[i]) return;
-  CK_CUDA(cudaEventSynchronize(ring_->events[i]));
+  // Unmarked first: after a failure the copy will not run either, and the next lease must not wait
+  // for it again.
   ring_->recorded[i] = false;
+  CK_CUDA(cudaEventSynchronize(ring_->events[i]));
 }
 
 void RingLease::record(int i, cudaStream_t stream) {
