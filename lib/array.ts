@@ -237,11 +237,14 @@ export class DeviceArray<D extends Dtype = Dtype> {
    *   into a ring of pinned blocks while the stream waits for each block (a stream memory operation,
    *   not a blocked thread); the promise resolves once every block has been staged. Until then do
    *   not write `source`, and do not transfer or detach its buffer: the call keeps the array alive,
-   *   not memory handed to another thread. Where the driver lacks stream memory operations the blocks
-   *   are staged on the calling thread before it returns (about 20 ms per 256 MiB), as `copyFrom`
-   *   does.
+   *   not memory handed to another thread (a source found detached when the staging is done makes
+   *   the promise reject with a TypeError: the device array's contents are then undefined). Where
+   *   the driver lacks stream memory operations the blocks are staged on the calling thread before
+   *   it returns (about 20 ms per 256 MiB), as `copyFrom` does.
    * - Pageable sources of up to 1 MiB are copied into a pinned block during the call (a memcpy of at
-   *   most 1 MiB).
+   *   most 1 MiB); while earlier copies fill the staging budget (their blocks wait behind queued GPU
+   *   work), into ordinary memory during the call instead, which the staging threads then stage: the
+   *   call never waits for the GPU.
    *
    * If the device fails while a copy is staged (a lost context), the promise rejects with the
    * {@link CudaError}. Typed arrays over a `SharedArrayBuffer` are sources like any other; a source

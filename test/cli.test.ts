@@ -91,6 +91,36 @@ describe('apsp file errors are file errors', () => {
     if (!asRoot) expect(() => checkFiles(graph, output)).toThrow(/permission denied/);
   });
 
+  // The folder was checked for write access even when the output existed: an existing file needs
+  // none (it is truncated and written in place), so /dev/null, or a writable file in a read-only
+  // folder, was refused ("cannot write the distance matrix into /dev: permission denied").
+  test('an existing writable output is written whatever its folder allows (/dev/null, a read-only folder)', () => {
+    const asRoot = process.getuid?.() === 0;
+    const user = asRoot ? { uid: 65534, gid: 65534 } : {};
+    fs.chmodSync(dir, 0o755);
+    const sub = fs.mkdtempSync(path.join(dir, 'rodir-'));
+    fs.chmodSync(sub, 0o777);
+    const graph = path.join(sub, 'g.txt');
+    fs.writeFileSync(graph, '2 1\n0 1 3\n');
+    fs.chmodSync(graph, 0o644);
+    const output = path.join(sub, 'd.txt');
+    fs.writeFileSync(output, 'old\n');
+    fs.chmodSync(output, 0o666);
+    fs.chmodSync(sub, 0o555); // no new files here, for anyone but root
+    try {
+      const r = cli(['apsp', graph, output, '--cpu', '--no-progress'], noBinary, user);
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(fs.readFileSync(output, 'utf8')).toBe('0 3\nINF 0\n');
+      const toNull = cli(['apsp', graph, '/dev/null', '--cpu', '--no-progress'], noBinary, user);
+      expect(toNull.stderr).toBe('');
+      expect(toNull.status).toBe(0);
+    } finally {
+      fs.chmodSync(sub, 0o777);
+    }
+    if (!asRoot) expect(() => checkFiles(graph, output)).not.toThrow();
+  });
+
   test('apsp --cpu runs without a binary or a GPU and writes the distances', () => {
     const graph = path.join(dir, 'cpu.gr');
     fs.writeFileSync(graph, 'c three vertices\np sp 3 3\na 1 2 4\na 2 3 5\na 1 3 20\n');

@@ -26,13 +26,6 @@ export function checkFiles(input: string, output: string): void {
     if (e instanceof GraphFileError) throw e;
     throw new GraphFileError(input, 0, `cannot read the input graph: ${reason(e)}`);
   }
-  const dir = path.dirname(path.resolve(output));
-  try {
-    if (!fs.statSync(dir).isDirectory()) throw new Error('not a folder');
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch (e) {
-    throw new GraphFileError(output, 0, `cannot write the distance matrix into ${dir}: ${reason(e)}`);
-  }
   if (fs.existsSync(output)) {
     if (fs.statSync(output).isDirectory())
       throw new GraphFileError(output, 0, 'cannot write the distance matrix: it is a folder');
@@ -41,5 +34,15 @@ export function checkFiles(input: string, output: string): void {
     } catch (e) {
       throw new GraphFileError(output, 0, `cannot write the distance matrix over the existing file: ${reason(e)}`);
     }
+    // An existing file is written in place: its folder's permissions do not matter (/dev/null, a
+    // writable file in a read-only folder).
+    return;
+  }
+  const dir = path.dirname(path.resolve(output));
+  try {
+    if (!fs.statSync(dir).isDirectory()) throw new Error('not a folder');
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (e) {
+    throw new GraphFileError(output, 0, `cannot write the distance matrix into ${dir}: ${reason(e)}`);
   }
 }

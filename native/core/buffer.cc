@@ -353,6 +353,18 @@ static std::string writeTarget(Napi::Env env, Napi::Value target, size_t offset,
   return "";
 }
 
+// A toHost() snapshot back to the pool, in the transfer stream's order, from a destructor: never throws.
+// transferStream() throws when the stream cannot be made (the device failed before its first use), and
+// an exception leaving a destructor ends the process; the memory of a failed device is gone anyway.
+static void freeSnapshot(int device, void* temp) {
+  DeviceRestore restore;
+  try {
+    if (cudaSetDevice(device) == cudaSuccess) poolFree(temp, transferStream(device));
+  } catch (const CudaFailure&) {
+  }
+  cudaGetLastError();
+}
+
 class TransferWorker : public Napi::AsyncWorker {
  public:
   enum class Mode {
@@ -375,11 +387,7 @@ class TransferWorker : public Napi::AsyncWorker {
     if (event_ != nullptr) cudaEventDestroy(event_);
     if (staging_ != nullptr) stagingRelease(staging_);
     if (pinned_ != nullptr) pinnedRelease(pinned_);
-    if (temp != nullptr) {
-      DeviceRestore restore;
-      if (cudaSetDevice(device) == cudaSuccess) poolFree(temp, transferStream(device));
-      cudaGetLastError();
-    }
+    if (temp != nullptr) freeSnapshot(device, temp);
   }
 
   Napi::Promise promise() const { return deferred_.Promise(); }
@@ -507,12 +515,10 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
         chunks_((bytes + chunk_ - 1) / chunk_) {}
 
   ~ChunkedDownload() {
+    // Every chunk worker has waited for its copy: nothing reads the snapshot any more.
+    freeSnapshot(device_, temp_);
     DeviceRestore restore;
-    if (cudaSetDevice(device_) == cudaSuccess) {
-      // Every chunk worker has waited for its copy: nothing reads the snapshot any more.
-      poolFree(temp_, transferStream(device_));
-      cudaEventDestroy(snapshot_);
-    }
+    if (cudaSetDevice(device_) == cudaSuccess) cudaEventDestroy(snapshot_);
     cudaGetLastError();
   }
 
@@ -724,6 +730,7 @@ struct PendingUpload {
   Napi::Promise::Deferred deferred;
   Napi::Reference<Napi::Value> source;  // keeps the source's buffer alive while threads read it
   std::shared_ptr<StagedJob> job;
+  bool readsSource = true;  // the staging threads read the caller's memory (not a copy of ours)
 };
 
 // One per environment (the main thread, each worker). Owned by the thread-safe function, deleted by
@@ -747,10 +754,23 @@ void deliverUpload(Napi::Env env, Napi::Function, UploadEnv* state, UploadOutcom
   auto it = state->pending.find(o->id);
   if (it == state->pending.end()) return;
   Napi::Promise::Deferred d = it->second.deferred;
-  state->pending.erase(it);  // lets go of the source
   try {
+    // A source transferred away while the staging threads read it (documented as not allowed) was
+    // read from memory that its new owner may have freed meanwhile: what reached the device is not
+    // known to be the data, so say so rather than resolve.
+    napi_typedarray_type type = napi_int8_array;
+    HostSpan now;
+    const bool detached =
+        !o->failure && it->second.readsSource && !typedArrayNow(env, it->second.source.Value(), &type, &now);
+    state->pending.erase(it);  // lets go of the source
     if (o->failure)
       d.Reject(makeJsError(env, *o->failure).Value());
+    else if (detached)
+      d.Reject(
+          Napi::TypeError::New(env,
+                               "copyFromAsync(): the source's buffer was detached (transferred) while it "
+                               "was being read; the device array's contents are undefined")
+              .Value());
     else
       d.Resolve(env.Undefined());
   } catch (const Napi::Error&) {
@@ -826,19 +846,42 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
       w->Queue();
       return w->promise();
     }
-    if (bytes > kStageMax) {
-      // Large and pageable: our staging threads copy it into the device's pinned ring while the
-      // stream waits for each chunk (staged_upload.h); neither this thread nor a CUDA thread blocks.
+    // Small: into a staging block now (the source is read during the call), while the blocks whose
+    // copies are still queued stay within the staging budget.
+    const bool small = bytes <= kStageMax;
+    if (small) {
+      if (Staging* st = stagingTryAcquire(bytes)) {
+        std::memcpy(st->ptr, src.data, bytes);
+        const cudaError_t err = cudaMemcpyAsync(dst, st->ptr, bytes, cudaMemcpyHostToDevice, s);
+        if (err != cudaSuccess) stagingRelease(st);
+        check(err, "cudaMemcpyAsync");
+        stagingRecycle(st, s);
+        return resolved(env, env.Undefined());
+      }
+    }
+    // Large and pageable, or small past the budget: our staging threads copy it into the device's
+    // pinned ring while the stream waits for each chunk (staged_upload.h); neither this thread nor a
+    // CUDA thread blocks. (Small past the budget used to wait here for earlier blocks, which sit behind
+    // whatever GPU work is queued: the event loop stopped for as long.) A small source is still read
+    // during the call: into memory of ours, which the staging threads read and the job then frees.
+    std::shared_ptr<char[]> copy;
+    const void* from = src.data;
+    if (small) {
+      copy.reset(new char[bytes]);
+      std::memcpy(copy.get(), src.data, bytes);
+      from = copy.get();
+    }
+    {
       UploadEnv& ue = uploadEnv(env);
       const uint64_t id = ue.nextId++;
       PendingUpload& p = ue.pending
                              .emplace(id, PendingUpload{Napi::Promise::Deferred::New(env),
-                                                        Napi::Persistent(info[1]), nullptr})
+                                                        Napi::Persistent(info[1]), nullptr, !small})
                              .first->second;
       Napi::Promise promise = p.deferred.Promise();
       std::shared_ptr<UploadNotifier> notifier = ue.notifier;
       try {
-        p.job = stagedUpload(b.device, s, dst, src.data, bytes, [notifier, id](const CudaFailure* f) {
+        p.job = stagedUpload(b.device, s, dst, from, bytes, [notifier, id, copy](const CudaFailure* f) {
           auto o = std::make_unique<UploadOutcome>();
           o->id = id;
           if (f != nullptr) o->failure = std::make_unique<CudaFailure>(*f);
@@ -853,12 +896,12 @@ static Napi::Value uploadAsync(const Napi::CallbackInfo& info) {
         return promise;
       }
       ue.pending.erase(id);
-      countStagedFallback(b.device);
+      if (!small) countStagedFallback(b.device);
     }
-    // Small, or the stream-ordered path is unavailable here (stagedUploadInfo says why): through
-    // staging (and, above kStageMax, the pinned ring) now, on this thread, in the library stream's
-    // order; the source has been read on return.
-    uploadNow(dst, src.data, bytes, s);
+    // The stream-ordered path is unavailable here (stagedUploadInfo says why): through staging (and,
+    // above kStageMax, the pinned ring) now, on this thread, in the library stream's order; the source
+    // has been read on return.
+    uploadNow(dst, from, bytes, s);
     return resolved(env, env.Undefined());
   });
 }

@@ -120,13 +120,16 @@ struct StageSlab {
 
 namespace {
 
-// Two classes: 64 KiB blocks (cut from 1 MiB slabs) and 1 MiB blocks (from 4 MiB slabs).
-constexpr size_t kClassBytes[2] = {size_t{64} << 10, kStageMax};
-constexpr size_t kSlabBytes[2] = {size_t{1} << 20, size_t{4} << 20};
+// Three classes: 256-byte blocks (cut from 64 KiB slabs), 64 KiB blocks (from 1 MiB slabs) and 1 MiB
+// blocks (from 4 MiB slabs). The smallest serve the result words that Promise forms hold until they
+// settle: a 64 KiB block each pinned 64 KiB per call in flight (190 MiB for 3,000 reduceAsync calls).
+constexpr int kClasses = 3;
+constexpr size_t kClassBytes[kClasses] = {kStageSmall, size_t{64} << 10, kStageMax};
+constexpr size_t kSlabBytes[kClasses] = {size_t{64} << 10, size_t{1} << 20, size_t{4} << 20};
 
 struct StageCache {
   std::mutex mutex;
-  std::vector<Staging*> free[2];
+  std::vector<Staging*> free[kClasses];
   std::vector<Staging*> waiting;  // recycled in stream order, their events not yet seen complete
   std::vector<StageSlab*> slabs;
   size_t reserved = 0;  // bytes of every slab
@@ -207,7 +210,9 @@ Staging* take(StageCache& c, int cls) {
 }
 
 int classOf(size_t bytes) {
-  return bytes <= kClassBytes[0] ? 0 : 1;
+  for (int cls = 0; cls < kClasses - 1; ++cls)
+    if (bytes <= kClassBytes[cls]) return cls;
+  return kClasses - 1;
 }
 
 }  // namespace
@@ -242,6 +247,13 @@ Staging* stagingTryAcquire(size_t bytes) {
   reap(c);
   if (c.used + kClassBytes[cls] > kStageBudget) return nullptr;
   return take(c, cls);
+}
+
+Staging* stagingAcquireNoWait(size_t bytes) {
+  StageCache& c = stageCache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  reap(c);
+  return take(c, classOf(bytes));
 }
 
 void stagingRecord(Staging* s, cudaStream_t stream) {
@@ -414,12 +426,13 @@ RingLease::RingLease() {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.highWater = std::max(c.highWater, c.leased);
   }
-  // The previous transfer's last copies may still read the slots.
-  try {
-    for (int i = 0; i < kRingSlots; ++i) waitSlot(i);
-  } catch (...) {
-    giveBack();
-    throw;
+  // The previous transfer's last copies may still read the slots. A wait that fails is that transfer's
+  // device failing (its copies will not run any more), not this transfer's, which may be on another
+  // device: the slots are free either way. (Throwing here left the slots marked, so that every later
+  // lease of the ring failed too, on every device.)
+  for (int i = 0; i < kRingSlots; ++i) {
+    if (ring_->recorded[i] && cudaEventSynchronize(ring_->events[i]) != cudaSuccess) cudaGetLastError();
+    ring_->recorded[i] = false;
   }
 }
 
@@ -442,8 +455,10 @@ char* RingLease::slot(int i) const {
 
 void RingLease::waitSlot(int i) {
   if (!ring_->recorded[i]) return;
-  CK_CUDA(cudaEventSynchronize(ring_->events[i]));
+  // Unmarked first: after a failure the copy will not run either, and the next lease must not wait
+  // for it again.
   ring_->recorded[i] = false;
+  CK_CUDA(cudaEventSynchronize(ring_->events[i]));
 }
 
 void RingLease::record(int i, cudaStream_t stream) {

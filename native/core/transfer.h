@@ -73,6 +73,13 @@ constexpr size_t kStageBudget = size_t{64} << 20;
 Staging* stagingAcquire(size_t bytes);
 // The same, or null instead of going over the budget.
 Staging* stagingTryAcquire(size_t bytes);
+// The same, never waiting and never refusing: for the few bytes of results a Promise form copies back
+// at the call and holds until it settles (reduceAsync, evaluateAsync). Waiting here would block the
+// event loop behind GPU work queued by others. Up to kStageSmall bytes come from blocks of that size,
+// so each call in flight pins that little.
+Staging* stagingAcquireNoWait(size_t bytes);
+// The smallest block class: result words, the stencil's wait block.
+constexpr size_t kStageSmall = 256;
 // Back to the cache once the work queued so far on `stream` (of the current device) is done.
 void stagingRecycle(Staging* s, cudaStream_t stream);
 // Back to the cache now (the caller has waited for every use of it).

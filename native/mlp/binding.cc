@@ -277,7 +277,7 @@ class QueuedForward {
     CK_CUDA(cudaGetDevice(&device_));
     try {
       if (error) {
-        host_ = stagingAcquire(sizeof(double));
+        host_ = stagingAcquireNoWait(sizeof(double));  // JS thread, held until settled: see transfer.h
         CK_CUDA(cudaMemcpyAsync(host_->ptr, error, sizeof(double), cudaMemcpyDeviceToHost, stream));
       }
       CK_CUDA(cudaEventCreateWithFlags(&done_, cudaEventBlockingSync | cudaEventDisableTiming));

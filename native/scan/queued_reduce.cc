@@ -20,7 +20,9 @@ QueuedReductions::QueuedReductions(const void* in, Dtype dtype, size_t length,
   try {
     size_t i = 0;
     for (ReduceOp op : ops) check(launchReduce(in, dtype, length, op, results + i++, stream), "reduce");
-    host_ = stagingAcquire(bytes);  // pinned: the results come back by DMA, without blocking this thread
+    // Pinned: the results come back by DMA. Held until the promise settles, and taken on the JS thread:
+    // a small block of its own, never waiting for other calls' blocks behind queued GPU work.
+    host_ = stagingAcquireNoWait(bytes);
     CK_CUDA(cudaMemcpyAsync(host_->ptr, results, bytes, cudaMemcpyDeviceToHost, stream));
     CK_CUDA(cudaEventCreateWithFlags(&done_, cudaEventBlockingSync | cudaEventDisableTiming));
     CK_CUDA(cudaEventRecord(done_, stream));
