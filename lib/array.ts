@@ -169,7 +169,9 @@ export class DeviceArray<D extends Dtype = Dtype> {
    * JS thread, in pieces of at most 16 MiB (under a millisecond each) as they arrive, each after
    * checking that the target is still there: if its buffer is transferred away (`postMessage`,
    * `structuredClone` with `transfer`) before the copy ends, nothing more is written and the promise
-   * rejects with a TypeError. The target must not be read or written until the promise resolves.
+   * rejects with a TypeError. (Past two such copies in flight, the data comes down into memory of the
+   * library's and is copied into the target whole at the end, so pinned memory stays bounded.) The
+   * target must not be read or written until the promise resolves.
    * Several `toHost()` calls into the same target: with a pinned target the one called last wins
    * (they run in call order); with a pageable target the result is unspecified, so await one before
    * starting the next.

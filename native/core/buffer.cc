@@ -1,5 +1,6 @@
 #include "buffer.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -371,7 +372,7 @@ class TransferWorker : public Napi::AsyncWorker {
     Event,          // wait for `event` (pinned host memory was read or written directly)
     Staged,         // wait for the staging block's event; the JS thread copies it into the target
     Snapshot,       // the array was copied into `temp` on the device; bring it down through a ring
-    SnapshotSmall,  // the same for a small array: down into memory of ours, the JS thread copies it
+    SnapshotOwned,  // the same, down into memory of ours; the JS thread copies it into the target
   };
 
   TransferWorker(Napi::Env env, Mode mode, Napi::Value resolveWith, Napi::Value keepAlive)
@@ -417,20 +418,17 @@ class TransferWorker : public Napi::AsyncWorker {
         case Mode::Event: CK_CUDA(cudaEventSynchronize(event_)); break;
         case Mode::Staged: CK_CUDA(cudaEventSynchronize(staging_->event)); break;
         case Mode::Snapshot:
-        case Mode::SnapshotSmall: {
+        case Mode::SnapshotOwned: {
           CK_CUDA(cudaSetDevice(device));
           cudaStream_t ts = transferStream(device);
           CK_CUDA(cudaStreamWaitEvent(ts, event_, 0));
           void* dst = host;
-          if (mode_ == Mode::SnapshotSmall) {
+          if (mode_ == Mode::SnapshotOwned) {
             owned_.reset(new char[bytes]);
             dst = owned_.get();
           }
           try {
-            if (mode_ == Mode::SnapshotSmall)
-              downloadNow(dst, temp, bytes, ts);
-            else
-              ringDownload(dst, temp, bytes, ts);
+            downloadNow(dst, temp, bytes, ts);  // a staging block, or a ring above kStageMax
           } catch (...) {
             poolFree(temp, ts);
             temp = nullptr;
@@ -461,7 +459,7 @@ class TransferWorker : public Napi::AsyncWorker {
       }
       // The small modes' last step, on this thread: into the target as it is now.
       const void* from = mode_ == Mode::Staged ? staging_->ptr : owned_.get();
-      if (mode_ == Mode::Staged || mode_ == Mode::SnapshotSmall) {
+      if (mode_ == Mode::Staged || mode_ == Mode::SnapshotOwned) {
         const std::string why = writeTarget(env, resolve_.Value(), 0, from, bytes, bytes);
         if (mode_ == Mode::Staged) {
           stagingRelease(staging_);
@@ -493,7 +491,7 @@ class TransferWorker : public Napi::AsyncWorker {
   cudaEvent_t event_ = nullptr;
   Staging* staging_ = nullptr;
   PinnedBlock* pinned_ = nullptr;
-  std::unique_ptr<char[]> owned_;  // SnapshotSmall: the data on its way to the target
+  std::unique_ptr<char[]> owned_;  // SnapshotOwned: the data on its way to the target
   std::unique_ptr<CudaFailure> failure_;
 };
 
@@ -503,6 +501,16 @@ class TransferWorker : public Napi::AsyncWorker {
 // then the chunk's slot takes the next chunk. No pool thread ever waits for the JS thread.
 class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
  public:
+  // A chunked download holds its 64 MiB ring until the JS thread has copied its last chunk, which a
+  // busy JS thread can put off indefinitely: beyond this many at once (process-wide), a large
+  // toHost(target) comes down into memory of ours on a pool thread instead (SnapshotOwned), and the
+  // JS thread copies it whole at the end.
+  static constexpr int kMaxInFlight = 2;
+  static std::atomic<int>& inFlight() {
+    static std::atomic<int> n{0};
+    return n;
+  }
+
   ChunkedDownload(Napi::Env env, Napi::Value target, int device, void* temp, cudaEvent_t snapshot,
                   size_t bytes)
       : deferred_(Napi::Promise::Deferred::New(env)),
@@ -512,9 +520,12 @@ class ChunkedDownload : public std::enable_shared_from_this<ChunkedDownload> {
         snapshot_(snapshot),
         bytes_(bytes),
         chunk_(ringChunk(bytes)),
-        chunks_((bytes + chunk_ - 1) / chunk_) {}
+        chunks_((bytes + chunk_ - 1) / chunk_) {
+    inFlight()++;
+  }
 
   ~ChunkedDownload() {
+    inFlight()--;
     // Every chunk worker has waited for its copy: nothing reads the snapshot any more.
     freeSnapshot(device_, temp_);
     DeviceRestore restore;
@@ -691,13 +702,14 @@ static Napi::Value downloadAsync(const Napi::CallbackInfo& info) {
       poolFree(temp, s);
       check(e, "toHost snapshot");
     }
-    if (b.bytes > kStageMax && !fresh && !host.shared) {
+    // Who may write the target (see above): a pool thread only where its lifetime is known.
+    const bool poolWrites = b.bytes > kStageMax && (fresh || host.shared);
+    if (b.bytes > kStageMax && !poolWrites && ChunkedDownload::inFlight() < ChunkedDownload::kMaxInFlight) {
       auto d = std::make_shared<ChunkedDownload>(env, info[1], b.device, temp, snapshot, b.bytes);
       d->start(env);
       return d->promise();
     }
-    auto* w =
-        new TransferWorker(env, b.bytes > kStageMax ? Mode::Snapshot : Mode::SnapshotSmall, info[1], info[1]);
+    auto* w = new TransferWorker(env, poolWrites ? Mode::Snapshot : Mode::SnapshotOwned, info[1], info[1]);
     w->adoptEvent(snapshot);
     w->device = b.device;
     w->host = host.data;
