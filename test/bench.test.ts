@@ -134,7 +134,8 @@ describeGpu('benchmark harness on the GPU', () => {
       expect(labels).toContain(r.size);
       // None of these method lists holds the family's reference, so every row is compared with it.
       expect(r.check).toBe('ok');
-      expect(r.reps).toBe(3);
+      // The balanced order times whole cycles: at least the reps asked for.
+      expect(r.reps).toBeGreaterThanOrEqual(3);
       expect(r.ms).toBeGreaterThan(0);
       expect(r.note).toMatch(/relative error vs/);
     }

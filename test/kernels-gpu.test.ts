@@ -579,10 +579,11 @@ __global__ void scale(T* x, T a, long long n) {
         if (kind === 'null') expect(seen.fault.code).toBe('cudaErrorIllegalAddress');
         else expect(['cudaErrorLaunchFailure', 'cudaErrorIllegalInstruction']).toContain(seen.fault.code);
         expect(seen.fault.message).toMatch(/context is lost.*restart the process/);
-        for (const later of ['relaunch', 'after', 'compile', 'elementwise']) {
-          expect(seen[later].isCudaError).toBe(true);
-          expect(seen[later].message).toMatch(/context is lost/);
-        }
+        for (const later of ['relaunch', 'after', 'compile', 'elementwise'])
+          expect({ step: later, outcome: seen[later] }).toMatchObject({
+            step: later,
+            outcome: { isCudaError: true, message: expect.stringMatching(/context is lost/) },
+          });
       },
     );
 });

@@ -304,7 +304,8 @@ export const kernelsFamily: BenchFamily = {
   description:
     "users' own kernels: NVRTC compile (cold), disk-cache hit in a new process, launch+sync, elementwise saxpy and a reduction at 2^28",
   bandwidth: true,
-  plan: () => 6,
+  // One progress step each: cold compile, cache hit, launch latencies (two rows), saxpy, reduction.
+  plan: () => 5,
   run(ctx: BenchContext): BenchRow[] {
     const info = nvrtcInfo();
     if (!info.available) {
