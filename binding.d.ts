@@ -471,11 +471,14 @@ export interface NativeBinding {
   ): Promise<number | undefined>;
   /** Whether NCCL (loaded at run time) is available, where it was found, its version or why not. */
   ncclInfo(): NativeNcclInfo;
+  /** A new ncclUniqueId (128 bytes), for rank 0 to hand to the other ranks. */
+  ncclUniqueId(): Buffer;
   /**
-   * Starts rank `rank` of `size` on `device` from the id ncclGetUniqueId gives (derived from
-   * NCCL_COMM_ID when set); `ready` settles when every rank has joined, or fails after `timeoutMs`.
+   * Starts rank `rank` of `size` on `device` from rank 0's unique id; `ready` settles when every rank
+   * has joined, or fails after `timeoutMs`.
    */
   ncclCommInit(
+    id: Buffer,
     size: number,
     rank: number,
     device: number,

@@ -3,7 +3,8 @@ import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
 import { deviceCount } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
-import { bootstrapAddress, DEFAULT_MASTER_PORT, type RankSource, rankFromEnv } from './env';
+import { joinBootstrap, serveBootstrap } from './bootstrap';
+import { bootstrapAddress, DEFAULT_MASTER_PORT, jobIdFromEnv, type RankSource, rankFromEnv } from './env';
 import { asNcclError, NcclError, requireNccl } from './nccl';
 
 /** Reductions of {@link Communicator.allReduce} and {@link Communicator.reduceScatter}. */
@@ -23,8 +24,18 @@ export interface CommunicatorOptions {
   size?: number;
   /** The CUDA device of this rank (default: the local rank modulo the devices present). */
   device?: number;
-  /** `host:port` where rank 0 serves NCCL's bootstrap (default from NCCL_COMM_ID or MASTER_ADDR/MASTER_PORT). */
+  /**
+   * `host:port` (or `[ipv6]:port`, port 1 … 65535) where rank 0 serves the job's bootstrap store
+   * (default MASTER_ADDR:MASTER_PORT).
+   */
   address?: string;
+  /**
+   * The job's token: every rank of a job must present the same one to rank 0's store, and a rank with
+   * another is refused, so that two jobs on one address never join. Default: `CUDA_KERNELS_JOB_ID`,
+   * else derived from the launcher's job ids ({@link jobIdFromEnv}), else a fixed default (with a
+   * warning). An accident guard, not a secret: see docs/multi-gpu.md.
+   */
+  jobId?: string;
   /**
    * How long the initialisation may wait for every rank to join, and how long any one operation may
    * run on the GPU before the peers are declared dead or hung (default 5 minutes, at most 2^31 − 1). Then the
@@ -42,6 +53,34 @@ export interface ArrayRange {
 }
 
 const KIND = { allReduce: 0, broadcast: 1, allGather: 2, reduceScatter: 3, send: 4, recv: 5, sendRecv: 6 } as const;
+
+const ignore = (): void => {};
+
+/** The token of a job that gave none: it still tells jobs of different sizes apart. */
+export const DEFAULT_JOB_ID = 'cuda-kernels-default-job';
+
+const NO_JOB_ID_WARNING =
+  'Communicator.init: this job has no token (no options.jobId, CUDA_KERNELS_JOB_ID, or job id from the ' +
+  'launcher), so another job of the same size on the same MASTER_ADDR:MASTER_PORT could join it. Set ' +
+  'CUDA_KERNELS_JOB_ID to the same random value on every rank (cuda-kernels launch does), or start the ' +
+  'ranks with mpirun or srun.';
+
+const warned = new Set<string>();
+function warnOnce(code: string, message: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  process.emitWarning(message, { code });
+}
+
+/** `host:port` or `[ipv6]:port` with a port in [1, 65535], checked. */
+function parseAddress(address: unknown): { host: string; port: number } {
+  const m = typeof address === 'string' ? /^(?:\[([^\]]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(address) : null;
+  const port = m ? Number(m[3]) : 0;
+  if (!m || port < 1 || port > 65535) {
+    throw rangeError('options.address', 'host:port (or [ipv6]:port) with a port in [1, 65535]', address);
+  }
+  return { host: m[1] ?? m[2], port };
+}
 
 /**
  * One rank's NCCL communicator: collectives and point-to-point transfers on {@link DeviceArray}s,
@@ -104,11 +143,14 @@ export class Communicator {
   }
 
   /**
-   * Joins this process to the job: builds its communicator with NCCL's own bootstrap (rank 0 serves
-   * it at `address`, which NCCL reads from NCCL_COMM_ID, so every rank derives the same unique id)
-   * and resolves once every rank has joined. The wait runs off the JavaScript thread; after
-   * `timeoutMs` without every rank it rejects with an {@link NcclError} (`ncclTimeout`). Rejects with
-   * `ncclLibraryNotFound` (saying what to install) when NCCL cannot be loaded.
+   * Joins this process to the job and resolves once every rank has joined and the communicator is
+   * connected. Rank 0 binds the job's bootstrap store at `address` (another process listening there:
+   * an {@link NcclError} `EADDRINUSE` at once) and hands NCCL's unique id to the other ranks once each
+   * has presented the job's token, the size and its rank (a rank of another job, with another size, or
+   * claiming a taken rank is refused with an error naming it). Then every rank initialises NCCL off
+   * the JavaScript thread. Nothing here blocks the JavaScript thread, and it works inside a
+   * worker_thread. Rejects with `ncclTimeout` when not done within `timeoutMs`, and
+   * with `ncclLibraryNotFound` (saying what to install) when NCCL cannot be loaded.
    */
   static async init(options: CommunicatorOptions = {}): Promise<Communicator> {
     if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
@@ -124,19 +166,37 @@ export class Communicator {
       rank = checkInteger('options.rank', options.rank, 0, size - 1);
       localRank = rank;
       source = 'options';
-      const port = Number(env.MASTER_PORT ?? DEFAULT_MASTER_PORT);
-      address =
-        options.address ??
-        (env.NCCL_COMM_ID?.trim() ||
-          (size > 1 ? bootstrapAddress(env.MASTER_ADDR?.trim() || '127.0.0.1', port) : undefined));
+      if (options.address === undefined && size > 1) {
+        const raw = env.MASTER_PORT?.trim();
+        const port = raw ? Number(raw) : DEFAULT_MASTER_PORT;
+        if (!/^\d+$/.test(raw ?? '0') || port < 1 || port > 65535) {
+          throw new RangeError(
+            `environment variable MASTER_PORT must be an integer in [1, 65535], got ${JSON.stringify(raw)}`,
+          );
+        }
+        address = bootstrapAddress(env.MASTER_ADDR?.trim() || '127.0.0.1', port);
+      }
     } else {
       const fromEnv = rankFromEnv(env);
       ({ rank, size, localRank, source } = fromEnv);
-      address = options.address ?? fromEnv.address;
+      address = fromEnv.address;
     }
-    if (address !== undefined && (typeof address !== 'string' || !/^(\[[^\]]+\]|[^:\s[\]]+):\d+$/.test(address))) {
-      throw rangeError('options.address', 'host:port (or [ipv6]:port)', address);
+    if (options.address !== undefined) address = options.address;
+    const where = address === undefined ? undefined : parseAddress(address);
+    if (options.jobId !== undefined && (typeof options.jobId !== 'string' || options.jobId.trim() === '')) {
+      throw typeError('options.jobId', 'a non-empty string', options.jobId);
     }
+    if (env.NCCL_COMM_ID?.trim()) {
+      throw new NcclError(
+        `NCCL_COMM_ID is set (${env.NCCL_COMM_ID}): NCCL would then bootstrap on that fixed address itself, ` +
+          'where two jobs started with the same one join into one communicator. Unset it: rank 0’s address ' +
+          'comes from MASTER_ADDR and MASTER_PORT (or options.address), where rank 0’s store checks the job',
+        'ncclInvalidUsage',
+        'Communicator.init',
+      );
+    }
+    const job =
+      options.jobId !== undefined ? { jobId: options.jobId.trim(), from: 'options.jobId' } : jobIdFromEnv(env);
     const count = deviceCount();
     const device =
       options.device !== undefined
@@ -145,29 +205,62 @@ export class Communicator {
           ? localRank % count
           : 0;
     requireNccl();
-    // NCCL reads NCCL_COMM_ID inside these two calls (the id, and rank 0's bootstrap root); it is put
-    // back as it was afterwards, so other NCCL users in the process see no change.
-    const saved = process.env.NCCL_COMM_ID;
-    let created: { comm: CommHandle; ready: Promise<void> };
+    if (job === null && size > 1) warnOnce('CK_NCCL_NO_JOB_ID', NO_JOB_ID_WARNING);
+    const label = `rank ${rank} of ${size}${address ? ` (bootstrap at ${address})` : ''}`;
+    const deadline = Date.now() + timeoutMs;
+    let id: Buffer;
     try {
-      if (address !== undefined) process.env.NCCL_COMM_ID = address;
-      else delete process.env.NCCL_COMM_ID;
-      created = native.ncclCommInit(size, rank, device, timeoutMs);
+      if (where === undefined || size === 1) {
+        id = native.ncclUniqueId();
+      } else {
+        const bootstrap = {
+          ...where,
+          jobId: job?.jobId ?? DEFAULT_JOB_ID,
+          explicitJob: job !== null,
+          size,
+          deadline,
+          onRefused: (message: string) => process.emitWarning(message, { code: 'CK_NCCL_BOOTSTRAP_REFUSED' }),
+        };
+        id =
+          rank === 0
+            ? await serveBootstrap(bootstrap, () => native.ncclUniqueId())
+            : await joinBootstrap(bootstrap, rank);
+      }
     } catch (e) {
       throw asNcclError(e);
-    } finally {
-      if (saved === undefined) delete process.env.NCCL_COMM_ID;
-      else process.env.NCCL_COMM_ID = saved;
     }
+    let created: { comm: CommHandle; ready: Promise<void> };
     try {
-      await created.ready;
+      created = native.ncclCommInit(id, size, rank, device, timeoutMs);
+    } catch (e) {
+      throw asNcclError(e);
+    }
+    // The deadline covers the store's handshake and NCCL's initialisation alike.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new NcclError(
+              `the initialisation did not complete within ${timeoutMs} ms: not every rank joined NCCL (a rank ` +
+                'that failed or hangs, or a firewall between the hosts)',
+              'ncclTimeout',
+              'Communicator.init',
+            ),
+          ),
+        Math.max(1, deadline - Date.now()),
+      );
+    });
+    created.ready.catch(ignore);
+    try {
+      await Promise.race([created.ready, late]);
     } catch (e) {
       native.ncclCommClose(created.comm, false);
       const err = asNcclError(e);
-      if (err instanceof NcclError) {
-        err.message = `rank ${rank} of ${size}${address ? ` (bootstrap at ${address})` : ''}: ${err.message}`;
-      }
+      if (err instanceof NcclError) err.message = `${label}: ${err.message}`;
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
     return new Communicator(created.comm, rank, size, device, timeoutMs, address, source);
   }

@@ -6,6 +6,7 @@
 #include <napi.h>
 
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -122,26 +123,40 @@ Napi::Value ncclInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// ncclCommInit(size, rank, device, timeoutMs) -> { comm, ready: Promise<void> }. The unique id comes
-// from ncclGetUniqueId, which derives it from NCCL_COMM_ID when that is set (the caller sets it).
-Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
+// ncclUniqueId() -> Buffer (128 bytes): what rank 0's bootstrap store hands to the other ranks.
+Napi::Value ncclUniqueId(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const int size = intArg(info, 0, "size");
-  const int rank = intArg(info, 1, "rank");
-  const int device = intArg(info, 2, "device");
-  const int64_t timeoutMs = countArg(info, 3, "timeoutMs");
-  if (size < 1) throw Napi::RangeError::New(env, "size must be at least 1");
-  if (rank < 0 || rank >= size) throw Napi::RangeError::New(env, "rank must be in [0, size)");
-  if (timeoutMs < 1) throw Napi::RangeError::New(env, "timeoutMs must be at least 1");
   return guard(env, [&]() -> Napi::Value {
     const nccl::Api& a = nccl::api();
-    useDevice(device);
+    nccl::checkEnvironment();
     nccl::UniqueId id{};
     const nccl::Result r = a.getUniqueId(&id);
     if (r != nccl::kSuccess)
       throw CudaFailure(nccl::resultName(r), "ncclGetUniqueId",
-                        std::string("NCCL could not make the bootstrap id: ") + a.getErrorString(r) +
-                            " (NCCL_COMM_ID must be <host>:<port> or [<ipv6>]:<port>)");
+                        std::string("NCCL could not make the bootstrap id: ") + a.getErrorString(r));
+    return Napi::Buffer<char>::Copy(env, id.internal, nccl::kUniqueIdBytes);
+  });
+}
+
+// ncclCommInit(id, size, rank, device, timeoutMs) -> { comm, ready: Promise<void> }. `id` is the 128
+// bytes rank 0's ncclUniqueId() made (rank 0's store hands them out).
+Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsBuffer() || info[0].As<Napi::Buffer<char>>().Length() != nccl::kUniqueIdBytes)
+    throw Napi::TypeError::New(env,
+                               "id must be a Buffer of " + std::to_string(nccl::kUniqueIdBytes) + " bytes");
+  const int size = intArg(info, 1, "size");
+  const int rank = intArg(info, 2, "rank");
+  const int device = intArg(info, 3, "device");
+  const int64_t timeoutMs = countArg(info, 4, "timeoutMs");
+  if (size < 1) throw Napi::RangeError::New(env, "size must be at least 1");
+  if (rank < 0 || rank >= size) throw Napi::RangeError::New(env, "rank must be in [0, size)");
+  if (timeoutMs < 1) throw Napi::RangeError::New(env, "timeoutMs must be at least 1");
+  nccl::UniqueId id{};
+  std::memcpy(id.internal, info[0].As<Napi::Buffer<char>>().Data(), nccl::kUniqueIdBytes);
+  return guard(env, [&]() -> Napi::Value {
+    nccl::api();
+    nccl::checkEnvironment();
     auto* state = new JsState();
     state->tsfn =
         Tsfn::New(env, "cuda-kernels.nccl", 0, 1, state, [](Napi::Env, void*, JsState* s) { delete s; });
@@ -558,6 +573,7 @@ void allReduceSum(Comm& comm, void* data, size_t count, Dtype dtype, cudaStream_
 
 void registerDist(Napi::Env env, Napi::Object exports) {
   exports.Set("ncclInfo", Napi::Function::New(env, dist::ncclInfo, "ncclInfo"));
+  exports.Set("ncclUniqueId", Napi::Function::New(env, dist::ncclUniqueId, "ncclUniqueId"));
   exports.Set("ncclCommInit", Napi::Function::New(env, dist::ncclCommInit, "ncclCommInit"));
   exports.Set("ncclCollective", Napi::Function::New(env, dist::ncclCollective, "ncclCollective"));
   exports.Set("ncclCommWait", Napi::Function::New(env, dist::ncclCommWait, "ncclCommWait"));

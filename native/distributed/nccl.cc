@@ -1,6 +1,7 @@
 #include "distributed/nccl.h"
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/dynlib.h"
@@ -87,6 +88,17 @@ const Api& api() {
   static const Loaded l = load();
   if (!l.ok) throw CudaFailure(l.code, "dlopen(libnccl)", l.message);
   return l.api;
+}
+
+void checkEnvironment() {
+  const char* commId = std::getenv("NCCL_COMM_ID");
+  if (commId != nullptr && commId[0] != '\0')
+    throw CudaFailure(
+        "ncclInvalidUsage", "Communicator.init",
+        std::string("NCCL_COMM_ID is set (") + commId +
+            "): NCCL would then bootstrap on that fixed address itself, where two jobs started "
+            "with the same one join into one communicator. Unset it: rank 0's address comes from "
+            "MASTER_ADDR and MASTER_PORT (or options.address), where rank 0's store checks the job");
 }
 
 const char* resultName(Result r) {

@@ -94,6 +94,10 @@ struct Api {
 // the dynamic loader's search path.
 const Api& api();
 
+// Before a communicator: refuses NCCL_COMM_ID (NCCL would bootstrap on that fixed address itself,
+// with SO_REUSEPORT, where two jobs merge) by throwing CudaFailure "ncclInvalidUsage".
+void checkEnvironment();
+
 // "ncclRemoteError" for kRemoteError, …
 const char* resultName(Result r);
 

@@ -3,7 +3,8 @@
 //
 //   node -r ./test/harness/ts-register.js test/harness/dist-rank.ts <mode> [args]
 //
-// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely. Every check is against a CPU reference
+// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely, worker, job (each described where it is
+// written). Every check is against a CPU reference
 // (or the single-GPU result) on data each rank can rebuild from a seed. The last line of stdout is
 // `CK-RESULT <json>`; the exit code is 0 only when every check passed.
 //
@@ -12,6 +13,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 
 import * as ck from '../../lib';
 import { setFilePiece } from '../../lib/distributed/apsp';
@@ -610,6 +612,76 @@ async function lonelyMode(): Promise<void> {
   finish({ ms: Date.now() - start, timeoutMs });
 }
 
+// ---------------------------------------------------------------------------------------------
+// worker: Communicator.init, collectives and destroy inside a worker_thread (whose process.env is a
+// copy: nothing may depend on it reaching NCCL).
+
+async function workerMode(): Promise<void> {
+  const env = ck.rankFromEnv();
+  // NCCL reads the process's real environment: set by this (main) thread, as a user would.
+  if (process.env.CK_HOSTID_PER_RANK) process.env.NCCL_HOSTID = `ck-rank-${env.rank}`;
+  const code = `
+    require(${JSON.stringify(path.join(__dirname, 'ts-register.js'))});
+    const { parentPort } = require('node:worker_threads');
+    const ck = require(${JSON.stringify(path.join(__dirname, '..', '..', 'lib', 'index.ts'))});
+    (async () => {
+      const failures = [];
+      let checks = 0;
+      const check = (ok, what) => { checks++; if (!ok) failures.push(what); };
+      const comm = await ck.Communicator.init({ timeoutMs: 120000 });
+      const { rank, size, device } = comm;
+      const a = ck.full('float64', 1001, rank + 1, { device });
+      await comm.allReduce(a);
+      check((await a.toHost())[1000] === (size * (size + 1)) / 2, 'allReduce in a worker');
+      const g = await comm.allGather(ck.full('int32', 3, rank, { device }));
+      check(Array.from(await g.toHost()).join() === Array.from({ length: 3 * size }, (_, i) => Math.floor(i / 3)).join(), 'allGather in a worker');
+      const got = ck.full('int32', 5, -1, { device });
+      await comm.sendRecv(ck.full('int32', 5, rank, { device }), (rank + 1) % size, got, (rank + size - 1) % size);
+      check((await got.toHost())[4] === (rank + size - 1) % size, 'sendRecv ring in a worker');
+      await comm.barrier();
+      comm.destroy();
+      parentPort.postMessage({ checks, failures, rank, size });
+    })().catch((e) => parentPort.postMessage({ checks: 1, failures: ['threw: ' + (e && e.stack || e)] }));`;
+  const result = await new Promise<{ checks: number; failures: string[]; rank?: number; size?: number }>(
+    (resolve, reject) => {
+      const w = new Worker(code, { eval: true });
+      w.once('message', resolve);
+      w.once('error', reject);
+    },
+  );
+  checks += result.checks;
+  failures.push(...result.failures);
+  finish({ rank: result.rank, size: result.size });
+}
+
+// ---------------------------------------------------------------------------------------------
+// job: one rank of a job that may share its address with another (test/dist-gpu.test.ts starts two).
+// A rank that joins sums rank + 1 over its job; one refused reports the error and how soon it came.
+
+async function jobMode(): Promise<void> {
+  // CUDA and NCCL loaded first: the time measured is the handshake's.
+  ck.deviceCount();
+  ck.ncclInfo();
+  const t0 = Date.now();
+  try {
+    const comm = await init(Number(process.env.CK_TIMEOUT_MS ?? 30_000));
+    const { rank, size, device } = comm;
+    using a = ck.full('float32', 1000, rank + 1, { device });
+    await comm.allReduce(a);
+    const sum = (await a.toHost())[999];
+    check(sum === (size * (size + 1)) / 2, `rank ${rank}: sum ${sum}, expected ${(size * (size + 1)) / 2}`);
+    comm.destroy();
+    finish({ joined: true, sum });
+  } catch (e) {
+    finish({
+      joined: false,
+      ms: Date.now() - t0,
+      code: e instanceof ck.NcclError ? e.code : null,
+      message: e instanceof Error ? e.message : String(e),
+    });
+  }
+}
+
 const modes: Record<string, () => Promise<void>> = {
   collectives,
   apsp: apspMode,
@@ -617,6 +689,8 @@ const modes: Record<string, () => Promise<void>> = {
   kill: killMode,
   'kill-apsp': killApspMode,
   lonely: lonelyMode,
+  worker: workerMode,
+  job: jobMode,
 };
 
 const run = modes[mode];
