@@ -262,7 +262,7 @@ describeNccl('NCCL communicators across processes', () => {
   }, 180_000);
 });
 
-describeNccl('jobs that never merge', () => {
+describeNccl('jobs that never merge, an event loop that never waits on a peer', () => {
   test('two 2-rank jobs on one port: the second job’s rank 0 gets "address in use" at once, its rank 1 is refused, the first sums its own ranks', async () => {
     const p = port();
     const spec = (rank: number, job: string): [string[], Record<string, string>] => [
@@ -300,6 +300,41 @@ describeNccl('jobs that never merge', () => {
     );
   }, 180_000);
 
+  test.each(['init', 'collective', 'p2p'])(
+    'a peer 4 s late to %s: the other rank’s event loop keeps turning (lag ≤ 20 ms) and the call returns at once',
+    async (what) => {
+      const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: what, CK_LATE_MS: '4000' });
+      const ends = await exits;
+      const [r0] = results(out[0]);
+      const [r1] = results(out[1]);
+      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+      report(
+        `peer 4 s late to ${what}: rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag` +
+          `${r0.callMs !== undefined ? `; the call itself took ${(r0.callMs as number).toFixed(3)} ms` : ''}`,
+      );
+    },
+    120_000,
+  );
+
+  test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error', async () => {
+    const { out, exits, detail } = startRanks(2, ['late'], {
+      CK_LATE: 'collective',
+      CK_LATE_MS: '4000',
+      CK_ABORT_MS: '1000',
+      CK_TIMEOUT_MS: '8000',
+    });
+    const ends = await exits;
+    const [r0] = results(out[0]);
+    const [r1] = results(out[1]);
+    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    report(
+      `abort() during the wait for a late peer: ${(r0.abortCallMs as number).toFixed(2)} ms, lag ${(r0.lagMs as number).toFixed(1)} ms; ` +
+        `the late peer then got ${String(r1.lateError)}`,
+    );
+  }, 120_000);
+
   test('Communicator.init and collectives inside a worker_thread', async () => {
     const { out, exits, detail } = startRanks(2, ['worker'], {});
     const ends = await exits;
@@ -308,6 +343,35 @@ describeNccl('jobs that never merge', () => {
       throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
     report(`worker_threads: 2 ranks, ${res.reduce((t, r) => t + r.checks, 0)} checks passed`);
   }, 120_000);
+
+  test.each(['clean', 'stuck'])(
+    'destroy() returns at once and the process ends by itself (%s)',
+    async (how) => {
+      const timeoutMs = 3000;
+      const run = startRanks(2, ['destroy'], { CK_DESTROY: how, CK_TIMEOUT_MS: String(timeoutMs) });
+      const e0 = await run.ended[0];
+      // The stopped rank never ends by itself.
+      if (how === 'stuck') run.procs[1].kill('SIGKILL');
+      const [, e1] = await run.exits;
+      const [r0] = results(run.out[0]);
+      const destroyedAt = Number(/rank 0 destroyed at (\d+)/.exec(run.out[0])?.[1]);
+      if (!r0 || r0.failures.length > 0 || e0.code !== 0)
+        throw new Error(`rank 0: ${JSON.stringify(e0)}\n${run.detail()}`);
+      if (how === 'clean') {
+        const [r1] = results(run.out[1]);
+        if (!r1 || r1.failures.length > 0 || e1.code !== 0)
+          throw new Error(`rank 1: ${JSON.stringify(e1)}\n${run.detail()}`);
+      }
+      // Printed after its own wait (200 ms clean, timeoutMs + 1 s stuck): then nothing is left but the close.
+      const exitAfter = e0.at - destroyedAt;
+      expect(exitAfter).toBeLessThan(how === 'clean' ? 5000 : 15_000);
+      report(
+        `destroy() (${how}): ${(r0.destroyMs as number).toFixed(2)} ms, event-loop lag after it ${(r0.lagMs as number).toFixed(1)} ms; ` +
+          `the process ended ${exitAfter} ms after its last line`,
+      );
+    },
+    120_000,
+  );
 });
 
 describeNccl('distributed APSP across processes', () => {

@@ -65,11 +65,28 @@ const NO_JOB_ID_WARNING =
   'CUDA_KERNELS_JOB_ID to the same random value on every rank (cuda-kernels launch does), or start the ' +
   'ranks with mpirun or srun.';
 
+const RUNTIME_CONNECT_WARNING =
+  'Communicator.init: NCCL_RUNTIME_CONNECT is set, so NCCL connects the collectives on their first use, in ' +
+  'the calling thread: the first collective of each kind may block the JavaScript thread until every peer ' +
+  'makes it. Unset it to have them connected during Communicator.init.';
+
+// Beyond a close's own timeout: how long the process is kept alive for the thread's NCCL teardown.
+const CLOSE_GRACE_MS = 10_000;
+
 const warned = new Set<string>();
 function warnOnce(code: string, message: string): void {
   if (warned.has(code)) return;
   warned.add(code);
   process.emitWarning(message, { code });
+}
+
+/** Keeps the process alive until `closed` settles, for at most `ms`. */
+function keepAliveUntil(closed: Promise<void>, ms: number): void {
+  const timer = setTimeout(ignore, Math.min(ms, 2 ** 31 - 1));
+  closed.then(
+    () => clearTimeout(timer),
+    () => clearTimeout(timer),
+  );
 }
 
 /** `host:port` or `[ipv6]:port` with a port in [1, 65535], checked. */
@@ -147,9 +164,9 @@ export class Communicator {
    * connected. Rank 0 binds the job's bootstrap store at `address` (another process listening there:
    * an {@link NcclError} `EADDRINUSE` at once) and hands NCCL's unique id to the other ranks once each
    * has presented the job's token, the size and its rank (a rank of another job, with another size, or
-   * claiming a taken rank is refused with an error naming it). Then every rank initialises NCCL off
-   * the JavaScript thread. Nothing here blocks the JavaScript thread, and it works inside a
-   * worker_thread. Rejects with `ncclTimeout` when not done within `timeoutMs`, and
+   * claiming a taken rank is refused with an error naming it). Then every rank initialises NCCL and
+   * connects to its peers on the communicator's own thread. Nothing blocks the JavaScript thread, and
+   * it works inside a worker_thread. Rejects with `ncclTimeout` when not done within `timeoutMs`, and
    * with `ncclLibraryNotFound` (saying what to install) when NCCL cannot be loaded.
    */
   static async init(options: CommunicatorOptions = {}): Promise<Communicator> {
@@ -229,13 +246,15 @@ export class Communicator {
     } catch (e) {
       throw asNcclError(e);
     }
-    let created: { comm: CommHandle; ready: Promise<void> };
+    let created: { comm: CommHandle; ready: Promise<void>; runtimeConnect: boolean };
     try {
       created = native.ncclCommInit(id, size, rank, device, timeoutMs);
     } catch (e) {
       throw asNcclError(e);
     }
-    // The deadline covers the store's handshake and NCCL's initialisation alike.
+    if (created.runtimeConnect) warnOnce('CK_NCCL_RUNTIME_CONNECT', RUNTIME_CONNECT_WARNING);
+    // The native side cannot time out an NCCL initialisation that waits on a peer (it runs inside
+    // NCCL on the communicator's thread): the deadline is kept here, and abort() marks it failed.
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -255,7 +274,7 @@ export class Communicator {
     try {
       await Promise.race([created.ready, late]);
     } catch (e) {
-      native.ncclCommClose(created.comm, false);
+      native.ncclCommClose(created.comm, false).catch(ignore);
       const err = asNcclError(e);
       if (err instanceof NcclError) err.message = `${label}: ${err.message}`;
       throw err;
@@ -548,9 +567,11 @@ export class Communicator {
   }
 
   /**
-   * Waits for the queued operations (at most `timeoutMs`), then releases the communicator in step
-   * with the other ranks (ncclCommFinalize, ncclCommDestroy); aborts it instead when that fails.
-   * Idempotent; every later call throws.
+   * Releases the communicator in step with the other ranks, without blocking: its thread waits for
+   * the queued operations, then finalizes and destroys it (ncclCommFinalize, ncclCommDestroy), all
+   * within `timeoutMs`, and aborts it instead when that fails or the time is up. Returns at once;
+   * the process stays alive until that is done (at most `timeoutMs` and a few seconds). Idempotent;
+   * every later call throws.
    */
   destroy(): void {
     if (this.#handle === null) return;
@@ -558,12 +579,13 @@ export class Communicator {
     this.#handle = null;
     this.#scratch?.free();
     this.#scratch = null;
-    native.ncclCommClose(h, true);
+    keepAliveUntil(native.ncclCommClose(h, true), this.timeoutMs + CLOSE_GRACE_MS);
   }
 
   /**
-   * Aborts the communicator now (ncclCommAbort): pending operations reject with `ncclAborted` and
-   * NCCL's kernels return. For giving up on a job whose peers are gone. Idempotent.
+   * Aborts the communicator now: pending operations reject with `ncclAborted`, and its thread calls
+   * ncclCommAbort, which makes NCCL's kernels return. For giving up on a job whose peers are gone.
+   * Returns at once (it never waits behind an operation in progress). Idempotent.
    */
   abort(): void {
     if (this.#handle === null) return;
@@ -571,7 +593,7 @@ export class Communicator {
     this.#handle = null;
     this.#scratch?.free();
     this.#scratch = null;
-    native.ncclCommClose(h, false);
+    keepAliveUntil(native.ncclCommClose(h, false), CLOSE_GRACE_MS);
   }
 
   /** Destroys the communicator at the end of a `using` block. */

@@ -3,8 +3,8 @@
 //
 //   node -r ./test/harness/ts-register.js test/harness/dist-rank.ts <mode> [args]
 //
-// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely, worker, job (each described where it is
-// written). Every check is against a CPU reference
+// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely, late, worker, job, destroy (each
+// described where it is written). Every check is against a CPU reference
 // (or the single-GPU result) on data each rank can rebuild from a seed. The last line of stdout is
 // `CK-RESULT <json>`; the exit code is 0 only when every check passed.
 //
@@ -13,6 +13,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 
 import * as ck from '../../lib';
@@ -613,6 +614,111 @@ async function lonelyMode(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// late: one rank (CK_LATE_RANK, default the last) comes CK_LATE_MS (4000) late to CK_LATE (init,
+// collective or p2p); the others' event loops must keep turning meanwhile. With CK_ABORT_MS, rank 0
+// aborts from a timer during the wait: abort() returns at once and the pending operation rejects.
+
+/** The event loop's largest delay while `run` runs, in ms. */
+async function lagDuring<T>(
+  run: () => Promise<T>,
+): Promise<{ value: T | null; error: unknown; lagMs: number; ms: number }> {
+  const h = monitorEventLoopDelay({ resolution: 2 });
+  h.enable();
+  const t0 = performance.now();
+  let value: T | null = null;
+  let error: unknown = null;
+  try {
+    value = await run();
+  } catch (e) {
+    error = e;
+  }
+  const ms = performance.now() - t0;
+  h.disable();
+  // The histogram's max includes the timer's own period.
+  return { value, error, lagMs: Math.max(0, h.max / 1e6 - 2), ms };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function lateMode(): Promise<void> {
+  const env = ck.rankFromEnv();
+  const lateRank = Number(process.env.CK_LATE_RANK ?? env.size - 1);
+  const lateMs = Number(process.env.CK_LATE_MS ?? 4000);
+  const what = process.env.CK_LATE ?? 'collective';
+  const abortMs = process.env.CK_ABORT_MS ? Number(process.env.CK_ABORT_MS) : null;
+  const late = env.rank === lateRank;
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 60_000);
+  if (late && what === 'init') await sleep(lateMs);
+  const joined = await lagDuring(() => init(timeoutMs));
+  if (!joined.value) throw joined.error;
+  const comm = joined.value;
+  const { rank, size, device } = comm;
+  const extra: Record<string, unknown> = { rank, what, lateMs };
+  if (what === 'init' && !late) {
+    extra.waitMs = joined.ms;
+    extra.lagMs = joined.lagMs;
+    check(joined.ms >= lateMs - 500, `init waited ${joined.ms} ms for a peer ${lateMs} ms late`);
+    check(joined.lagMs <= 20, `event loop lag during init: ${joined.lagMs.toFixed(1)} ms`);
+  }
+  using a = ck.full('float32', 1 << 20, rank + 1, { device });
+  if (late && what !== 'init') await sleep(lateMs);
+  let abortCallMs: number | null = null;
+  if (abortMs !== null && rank === 0) {
+    setTimeout(() => {
+      const t = performance.now();
+      comm.abort();
+      abortCallMs = performance.now() - t;
+    }, abortMs);
+  }
+  const op =
+    what === 'p2p'
+      ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
+      : () => comm.allReduce(a);
+  const waited = await lagDuring(async () => {
+    const t = performance.now();
+    const p = op();
+    extra.callMs = performance.now() - t; // the call itself: it only queues
+    return p;
+  });
+  if (!late) {
+    extra.waitMs = Math.round(waited.ms);
+    extra.lagMs = waited.lagMs;
+    check((extra.callMs as number) < 5, `the call took ${String(extra.callMs)} ms`);
+    check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
+  }
+  if (abortMs !== null) {
+    if (rank === 0) {
+      extra.abortCallMs = abortCallMs;
+      check(abortCallMs !== null && abortCallMs < 100, `abort() took ${String(abortCallMs)} ms`);
+      check(
+        waited.error instanceof ck.NcclError && waited.error.code === 'ncclAborted',
+        `the pending operation after abort(): ${String(waited.error)}`,
+      );
+      check(waited.ms < abortMs + 1000, `it rejected ${waited.ms.toFixed(0)} ms after the call`);
+    } else if (late) {
+      // Its peer gave up: an NcclError within its timeout, not a hang.
+      check(waited.error instanceof ck.NcclError, `the late rank after rank 0's abort: ${String(waited.error)}`);
+      extra.lateError = waited.error instanceof ck.NcclError ? waited.error.code : String(waited.error);
+    }
+    finish(extra);
+    return;
+  }
+  if (waited.error) throw waited.error;
+  if (what === 'p2p') {
+    if (rank === lateRank) check((await a.toHost())[7] === 1, 'p2p: received rank 0’s data');
+  } else {
+    const want = (size * (size + 1)) / 2;
+    check(
+      (await a.toHost())[12345] === want,
+      `allReduce with a late peer: ${(await a.toHost())[12345]}, expected ${want}`,
+    );
+    if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
+  }
+  comm.destroy();
+  finish(extra);
+}
+
+// ---------------------------------------------------------------------------------------------
 // worker: Communicator.init, collectives and destroy inside a worker_thread (whose process.env is a
 // copy: nothing may depend on it reaching NCCL).
 
@@ -682,6 +788,40 @@ async function jobMode(): Promise<void> {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// destroy: destroy() never blocks the JavaScript thread. Rank 1 stops itself (SIGSTOP) with rank 0's
+// allReduce pending: rank 0's destroy() returns at once, its event loop keeps turning, and the
+// process ends by itself once the communicator's thread has aborted it (timeoutMs). With
+// CK_DESTROY=clean both ranks destroy after a completed allReduce and end promptly.
+
+async function destroyMode(): Promise<void> {
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 3000);
+  const comm = await init(timeoutMs);
+  const { rank, size, device } = comm;
+  using a = ck.full('float32', 1 << 22, 1, { device });
+  await comm.allReduce(a);
+  check((await a.toHost())[0] === size, 'warm-up allReduce');
+  const clean = process.env.CK_DESTROY === 'clean';
+  if (!clean && rank === 1) {
+    console.log(`rank 1 stopping at ${Date.now()}`);
+    process.kill(process.pid, 'SIGSTOP');
+  }
+  if (!clean) {
+    await sleep(300);
+    comm.allReduce(a).catch(() => {}); // never completes: rank 1 is stopped
+  }
+  const t = performance.now();
+  comm.destroy();
+  const destroyMs = performance.now() - t;
+  check(destroyMs < 50, `destroy() took ${destroyMs.toFixed(1)} ms`);
+  check(comm.destroyed, 'destroyed');
+  const after = await lagDuring(() => sleep(clean ? 200 : timeoutMs + 1000));
+  check(after.lagMs <= 20, `event loop lag after destroy(): ${after.lagMs.toFixed(1)} ms`);
+  console.log(`rank ${rank} destroyed at ${Date.now()}`);
+  finish({ rank, destroyMs, lagMs: after.lagMs });
+  // No exit call: the process ends once the communicator's thread is done.
+}
+
 const modes: Record<string, () => Promise<void>> = {
   collectives,
   apsp: apspMode,
@@ -689,8 +829,10 @@ const modes: Record<string, () => Promise<void>> = {
   kill: killMode,
   'kill-apsp': killApspMode,
   lonely: lonelyMode,
+  late: lateMode,
   worker: workerMode,
   job: jobMode,
+  destroy: destroyMode,
 };
 
 const run = modes[mode];
