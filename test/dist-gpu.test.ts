@@ -344,6 +344,17 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     report(`worker_threads: 2 ranks, ${res.reduce((t, r) => t + r.checks, 0)} checks passed`);
   }, 120_000);
 
+  test('an un-awaited collective whose communicator later fails does not end the process: the next call, synchronize() and barrier() report it', async () => {
+    const { out, exits, detail } = startRanks(2, ['unawaited'], { CK_TIMEOUT_MS: '5000' });
+    const [e0, e1] = await exits;
+    if (e1.signal !== 'SIGKILL') throw new Error(`rank 1 was not killed: ${JSON.stringify(e1)}\n${detail()}`);
+    const [r0] = results(out[0]);
+    if (!r0 || r0.failures.length > 0 || e0.code !== 0) throw new Error(`rank 0: ${JSON.stringify(e0)}\n${detail()}`);
+    report(
+      `un-awaited collectives, peer killed: rank 0 exited 0, the failure (${String(r0.code)}) reported by the next call, synchronize() and barrier()`,
+    );
+  }, 120_000);
+
   test.each(['clean', 'stuck'])(
     'destroy() returns at once and the process ends by itself (%s)',
     async (how) => {
@@ -488,6 +499,13 @@ describeNccl('npx cuda-kernels apsp --distributed', () => {
 });
 
 describeNccl('data-parallel MLP across processes', () => {
+  test('two trainAsync at once on one communicator run in turn (equal to the same in sequence); a collective or train() meanwhile is refused', () => {
+    const res = expectAllPassed('mlp, two trainings at once, 2 ranks', viaLaunch(2, ['trainings']), 2);
+    report(
+      `two trainAsync at once vs in sequence: weights differ by ${Math.max(...res.map((r) => Math.max(r.diffA as number, r.diffB as number)))}`,
+    );
+  }, 300_000);
+
   test('2 ranks on half the patterns each = 1 GPU on all of them (every activation, output, method; full and mini batches)', () => {
     const res = expectAllPassed('mlp data parallel, launch, 2 ranks', viaLaunch(2, ['mlp']), 2);
     const worst = Math.max(...res.map((r) => r.worst as number));

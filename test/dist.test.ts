@@ -438,6 +438,79 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
   }, 60_000);
 });
 
+describe('one sequence of operations at a time on a communicator (the reservation, without NCCL)', () => {
+  // The reservation is plain TypeScript: a communicator around a stand-in handle is enough (nothing
+  // here reaches the native side).
+  const make = () =>
+    new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)(
+      {},
+      0,
+      2,
+      0,
+      1000,
+      undefined,
+      'options',
+    );
+  const busy = (f: () => unknown) => {
+    try {
+      f();
+      return null;
+    } catch (e) {
+      return e as ck.NcclError;
+    }
+  };
+
+  test('a sequence holds it from the call on: calls from outside throw that it is busy, its own pass', async () => {
+    const comm = make();
+    const release = comm.reserve('Mlp.trainAsync');
+    // Taken at once, before the promise settles: a call right after the training's is refused.
+    const e = busy(() => comm.handle('allReduce'));
+    expect(e).toBeInstanceOf(ck.NcclError);
+    expect(e?.code).toBe('ncclInvalidUsage');
+    expect(e?.message).toMatch(/allReduce: the communicator is busy with Mlp.trainAsync; await it first/);
+    expect(busy(() => comm.handle('Mlp.trainAsync'))).toBeNull();
+    expect(busy(() => comm.as('Mlp.trainAsync', () => comm.handle('allGather')))).toBeNull();
+    expect(busy(() => comm.handle('broadcast'))).not.toBeNull();
+    (await release)();
+    expect(busy(() => comm.handle('allReduce'))).toBeNull();
+  });
+
+  test('sequences queue in call order; the next takes over at once, with no gap for an outside call', async () => {
+    const comm = make();
+    const order: string[] = [];
+    const run = async (name: string, ms: number) => {
+      const release = await comm.reserve(name);
+      order.push(`start ${name}`);
+      await new Promise((r) => setTimeout(r, ms));
+      order.push(`end ${name}`);
+      release();
+      // Released to the next one synchronously: still busy, with its name.
+      return busy(() => comm.handle('outside'))?.message ?? 'free';
+    };
+    const after = await Promise.all([run('A', 30), run('B', 5), run('C', 1)]);
+    expect(order).toEqual(['start A', 'end A', 'start B', 'end B', 'start C', 'end C']);
+    expect(after[0]).toMatch(/busy with B/);
+    expect(after[1]).toMatch(/busy with C/);
+    expect(after[2]).toBe('free');
+  });
+
+  test('exclusive runs after the sequences before it and releases even when it throws', async () => {
+    const comm = make();
+    const first = await comm.reserve('first');
+    const ran: string[] = [];
+    const x = comm.exclusive('apspDistributed', async () => {
+      ran.push('x');
+      throw new Error('boom');
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(ran).toEqual([]);
+    first();
+    await expect(x).rejects.toThrow('boom');
+    expect(ran).toEqual(['x']);
+    expect(busy(() => comm.handle('allReduce'))).toBeNull();
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 // NCCL at run time.
 

@@ -138,7 +138,10 @@ export class Communicator {
   readonly source: RankSource;
   #handle: CommHandle | null;
   #pending = new Set<Promise<unknown>>();
+  // The sequence holding the communicator, those waiting for it, and the one whose call runs now.
   #busy: string | null = null;
+  #waiting: (() => void)[] = [];
+  #acting: string | null = null;
   #scratch: DeviceArray<'int32'> | null = null;
 
   private constructor(
@@ -284,28 +287,74 @@ export class Communicator {
     return new Communicator(created.comm, rank, size, device, timeoutMs, address, source);
   }
 
-  /** @internal The native handle; throws if the communicator was destroyed or is busy. */
+  /**
+   * @internal The native handle; throws if the communicator was destroyed, or is reserved by a
+   * sequence (see {@link Communicator.reserve}) other than `what`.
+   */
   handle(what = 'the communicator'): CommHandle {
-    if (this.#handle === null)
-      throw new NcclError(`${what}: the communicator has been destroyed`, 'ncclCommDestroyed', what);
-    if (this.#busy !== null) {
+    const h = this.live(what);
+    if (this.#busy !== null && this.#busy !== (this.#acting ?? what)) {
       throw new NcclError(
-        `${what}: the communicator is busy with ${this.#busy}; await it first`,
+        `${what}: the communicator is busy with ${this.#busy}; await it first (a communicator runs one ` +
+          'sequence of operations at a time, so that every rank makes its calls in the same order)',
         'ncclInvalidUsage',
         what,
       );
     }
+    return h;
+  }
+
+  /** @internal The native handle, busy or not; throws if the communicator was destroyed. */
+  live(what = 'the communicator'): CommHandle {
+    if (this.#handle === null)
+      throw new NcclError(`${what}: the communicator has been destroyed`, 'ncclCommDestroyed', what);
     return this.#handle;
   }
 
-  /** @internal Marks the communicator busy with a long run (no other calls until it ends). */
-  async exclusive<T>(what: string, run: (handle: CommHandle) => Promise<T>): Promise<T> {
-    const h = this.handle(what);
-    this.#busy = what;
+  /**
+   * @internal Reserves the communicator for the sequence `what` (a training, a distributed run):
+   * while it holds it, calls from outside the sequence throw, so that no rank interleaves them with
+   * the sequence's own collectives in another order than the others. Sequences queue in call order:
+   * the reservation is taken now when the communicator is free (so a call right after this one
+   * already sees it), else when the sequences before it release theirs. Resolves to the release.
+   * Calls of the sequence pass `what` to {@link Communicator.handle}, or run inside
+   * {@link Communicator.as}.
+   */
+  reserve(what: string): Promise<() => void> {
+    this.live(what);
+    const take = (): (() => void) => {
+      this.#busy = what;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        this.#busy = null;
+        // The next sequence takes it at once: no call from outside slips in between.
+        this.#waiting.shift()?.();
+      };
+    };
+    if (this.#busy === null && this.#waiting.length === 0) return Promise.resolve(take());
+    return new Promise((resolve) => this.#waiting.push(() => resolve(take())));
+  }
+
+  /** @internal Runs `call` (synchronously) as a call of the sequence `what`, which holds the reservation. */
+  as<T>(what: string, call: () => T): T {
+    const before = this.#acting;
+    this.#acting = what;
     try {
-      return await run(h);
+      return call();
     } finally {
-      this.#busy = null;
+      this.#acting = before;
+    }
+  }
+
+  /** @internal Runs `run` as the sequence `what` (queued as {@link Communicator.reserve} says). */
+  async exclusive<T>(what: string, run: (handle: CommHandle) => Promise<T>): Promise<T> {
+    const release = await this.reserve(what);
+    try {
+      return await run(this.handle(what));
+    } finally {
+      release();
     }
   }
 
@@ -416,6 +465,10 @@ export class Communicator {
       },
     );
     this.#pending.add(done);
+    // Awaiting is optional: a failure nobody awaited must not end the process as an unhandled
+    // rejection. It is not lost: the communicator has failed, so the next call throws it, and
+    // synchronize() and barrier() reject with it.
+    done.catch(ignore);
     return done;
   }
 

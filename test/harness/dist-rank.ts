@@ -3,8 +3,8 @@
 //
 //   node -r ./test/harness/ts-register.js test/harness/dist-rank.ts <mode> [args]
 //
-// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely, late, worker, job, destroy (each
-// described where it is written). Every check is against a CPU reference
+// Modes: collectives, apsp <sizes> [bigN], mlp, trainings, kill, unawaited, lonely, late, worker, job,
+// destroy (each described where it is written). Every check is against a CPU reference
 // (or the single-GPU result) on data each rank can rebuild from a seed. The last line of stdout is
 // `CK-RESULT <json>`; the exit code is 0 only when every check passed.
 //
@@ -614,6 +614,122 @@ async function lonelyMode(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// trainings: two data-parallel trainAsync at once on one communicator run one after the other (in
+// call order, the same on every rank), equal to the same two run in sequence; a collective or a
+// blocking train issued during one throws that the communicator is busy.
+
+async function trainingsMode(): Promise<void> {
+  const comm = await init();
+  const { rank, size, device } = comm;
+  const layers = [11, 9, 4];
+  const per = 23;
+  const data = (seed: number) => ({
+    X: ck.cpu.randomArray(Float32Array, per * layers[0], seed * 10 + rank),
+    T: ck.cpu.randomArray(Float32Array, per * layers[2], seed * 10 + 5 + rank).map((v) => (v + 1) / 2),
+  });
+  const A = data(1);
+  const B = data(2);
+  const spec = (seed: number) => ({ layers, eta: 0.05, alpha: 0.5, seed, device });
+  const opts = { epochs: 3, batchSize: 7, comm };
+  // The reference: one after the other.
+  using refA = new ck.Mlp(spec(3));
+  using refB = new ck.Mlp(spec(4));
+  const ra = await refA.trainAsync(A.X, A.T, opts);
+  const rb = await refB.trainAsync(B.X, B.T, opts);
+  // Both at once.
+  using netA = new ck.Mlp(spec(3));
+  using netB = new ck.Mlp(spec(4));
+  const both = Promise.all([netA.trainAsync(A.X, A.T, opts), netB.trainAsync(B.X, B.T, opts)]);
+  // Issued while the first holds the communicator: refused at once, saying why.
+  using x = ck.full('float32', 8, 1, { device });
+  try {
+    void comm.allReduce(x);
+    check(false, 'allReduce during a training was not refused');
+  } catch (e) {
+    check(
+      e instanceof ck.NcclError &&
+        e.code === 'ncclInvalidUsage' &&
+        /busy with Mlp.trainAsync; await it first/.test(e.message),
+      `allReduce during a training: ${String(e)}`,
+    );
+  }
+  try {
+    using netC = new ck.Mlp(spec(5));
+    netC.train(A.X, A.T, opts);
+    check(false, 'train (blocking) during a training was not refused');
+  } catch (e) {
+    check(
+      e instanceof ck.NcclError && /busy with Mlp.trainAsync/.test(e.message),
+      `train during a training: ${String(e)}`,
+    );
+  }
+  const [ga, gb] = await both;
+  const diffA = ck.cpu.relativeError(flat(netA.getWeights()), flat(refA.getWeights()));
+  const diffB = ck.cpu.relativeError(flat(netB.getWeights()), flat(refB.getWeights()));
+  check(diffA < 1e-6 && diffB < 1e-6, `two trainings at once vs in sequence: weights differ by ${diffA}, ${diffB}`);
+  check(
+    ga.every((r, i) => Math.abs(r.error - ra[i].error) <= 1e-6 * ra[i].error) &&
+      gb.every((r, i) => Math.abs(r.error - rb[i].error) <= 1e-6 * rb[i].error),
+    'two trainings at once: epoch errors differ from the sequence',
+  );
+  // The check is not vacuous: the two networks' weights are not the same, and training moved them.
+  using fresh = new ck.Mlp(spec(3));
+  check(
+    ck.cpu.relativeError(flat(netA.getWeights()), flat(fresh.getWeights())) > 1e-4,
+    'training did not move the weights',
+  );
+  // Free again afterwards.
+  await comm.allReduce(x);
+  check((await x.toHost())[0] === size, 'allReduce after the trainings');
+  comm.destroy();
+  finish({ rank, size, diffA, diffB });
+}
+
+// ---------------------------------------------------------------------------------------------
+// unawaited: rank 0 queues collectives it never awaits (nor catches); rank 1 dies (SIGKILL). The
+// failure must not end rank 0 as an unhandled rejection: it surfaces on the next call, in
+// synchronize() and in barrier().
+
+async function unawaitedMode(): Promise<void> {
+  const comm = await init(Number(process.env.CK_TIMEOUT_MS ?? 5000));
+  const { rank, device } = comm;
+  const unhandled: unknown[] = [];
+  process.on('unhandledRejection', (e) => unhandled.push(e));
+  using a = ck.full('float32', 1 << 22, 1, { device });
+  await comm.allReduce(a);
+  if (rank === 1) {
+    process.kill(process.pid, 'SIGKILL');
+    await new Promise(() => {});
+  }
+  for (let i = 0; i < 3; i++) void comm.allReduce(a);
+  const t0 = Date.now();
+  while (comm.failure === null && Date.now() - t0 < comm.timeoutMs + 10_000)
+    await new Promise((r) => setTimeout(r, 50));
+  // A few turns of the loop for any rejection to surface.
+  await new Promise((r) => setTimeout(r, 200));
+  console.log(`rank ${rank} error at ${Date.now()}`);
+  check(comm.failure instanceof ck.NcclError, `the failure is known: ${String(comm.failure)}`);
+  check(unhandled.length === 0, `unhandled rejections: ${unhandled.map(String).join('; ')}`);
+  try {
+    void comm.allReduce(a);
+    check(false, 'the next call did not throw');
+  } catch (e) {
+    check(e instanceof ck.NcclError, `the next call: ${String(e)}`);
+  }
+  const sync = await comm.synchronize().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  check(sync instanceof ck.NcclError, `synchronize(): ${String(sync)}`);
+  const barrier = await comm.barrier().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  check(barrier instanceof ck.NcclError, `barrier(): ${String(barrier)}`);
+  finish({ rank, code: comm.failure?.code });
+}
+
+// ---------------------------------------------------------------------------------------------
 // late: one rank (CK_LATE_RANK, default the last) comes CK_LATE_MS (4000) late to CK_LATE (init,
 // collective or p2p); the others' event loops must keep turning meanwhile. With CK_ABORT_MS, rank 0
 // aborts from a timer during the wait: abort() returns at once and the pending operation rejects.
@@ -826,8 +942,10 @@ const modes: Record<string, () => Promise<void>> = {
   collectives,
   apsp: apspMode,
   mlp: mlpMode,
+  trainings: trainingsMode,
   kill: killMode,
   'kill-apsp': killApspMode,
+  unawaited: unawaitedMode,
   lonely: lonelyMode,
   late: lateMode,
   worker: workerMode,
