@@ -764,6 +764,11 @@ async function lateMode(): Promise<void> {
   const abortMs = process.env.CK_ABORT_MS ? Number(process.env.CK_ABORT_MS) : null;
   const late = env.rank === lateRank;
   const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 60_000);
+  // What every process pays once, whatever its peers do (CUDA's context, loading NCCL), is paid
+  // before anything is measured: the lag measured is the wait for the late peer.
+  ck.deviceCount();
+  ck.ncclInfo();
+  ck.empty('float32', 1, { device: env.localRank % Math.max(1, ck.deviceCount()) }).free();
   if (late && what === 'init') await sleep(lateMs);
   const joined = await lagDuring(() => init(timeoutMs));
   if (!joined.value) throw joined.error;
@@ -799,7 +804,9 @@ async function lateMode(): Promise<void> {
   if (!late) {
     extra.waitMs = Math.round(waited.ms);
     extra.lagMs = waited.lagMs;
-    check((extra.callMs as number) < 5, `the call took ${String(extra.callMs)} ms`);
+    // The first call of a kind may also load its kernel (CUDA loads modules lazily): a one-off cost
+    // of the process, not a wait for the peer, which would take the 4 s.
+    check((extra.callMs as number) < 20, `the call took ${String(extra.callMs)} ms`);
     check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
   }
   if (abortMs !== null) {
