@@ -471,16 +471,20 @@ export interface NativeBinding {
   ): Promise<number | undefined>;
   /** Whether NCCL (loaded at run time) is available, where it was found, its version or why not. */
   ncclInfo(): NativeNcclInfo;
+  /** A new ncclUniqueId (128 bytes), for rank 0 to hand to the other ranks. */
+  ncclUniqueId(): Buffer;
   /**
-   * Starts rank `rank` of `size` on `device` from the id ncclGetUniqueId gives (derived from
-   * NCCL_COMM_ID when set); `ready` settles when every rank has joined, or fails after `timeoutMs`.
+   * Starts rank `rank` of `size` on `device` from rank 0's unique id, on the communicator's own
+   * thread; `ready` settles when it is initialised and connected to its peers (or failed).
+   * `runtimeConnect`: the user set NCCL_RUNTIME_CONNECT, so collectives may connect in the caller.
    */
   ncclCommInit(
+    id: Buffer,
     size: number,
     rank: number,
     device: number,
     timeoutMs: number,
-  ): { comm: CommHandle; ready: Promise<void> };
+  ): { comm: CommHandle; ready: Promise<void>; runtimeConnect: boolean };
   /**
    * Queues a collective on the library stream of the communicator's device: kind 0 allReduce, 1
    * broadcast (root = peer), 2 allGather, 3 reduceScatter, 4 send, 5 recv, 6 send to `peer` and
@@ -502,8 +506,11 @@ export interface NativeBinding {
   /** Blocks until every queued operation is done; throws if the communicator failed. */
   ncclCommWait(comm: CommHandle): void;
   ncclCommState(comm: CommHandle): NativeCommState;
-  /** Destroys (`graceful`: waits, finalizes) or aborts the communicator. Idempotent. */
-  ncclCommClose(comm: CommHandle, graceful: boolean): void;
+  /**
+   * Asks the communicator's thread to destroy it (`graceful`: wait for the pending operations, then
+   * finalize) or abort it; returns at once, the promise settles when the thread is done. Idempotent.
+   */
+  ncclCommClose(comm: CommHandle, graceful: boolean): Promise<void>;
   /**
    * The distributed APSP of this rank's rows (`in` → `out`, rows × n int32 each, null without rows)
    * on a worker thread; `progress(done, rounds)` as rounds complete.

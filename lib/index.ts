@@ -118,8 +118,10 @@ export {
 } from './distributed/communicator';
 export {
   rankFromEnv,
+  jobIdFromEnv,
   bootstrapAddress,
   DEFAULT_MASTER_PORT,
+  type JobId,
   type RankEnv,
   type RankSource,
   type EnvVars,

@@ -4,6 +4,7 @@
 // socket transport): every behaviour is checked, no speed is measured. Skipped without a GPU or NCCL.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -52,24 +53,24 @@ function baseEnv(ranks: number, extra: Record<string, string> = {}): Record<stri
   return env;
 }
 
-/** Ranks of dist-rank.ts in `mode`, started directly (no launcher, which would stop the others when
- * one dies), with their output collected and their exits as promises. */
-function startRanks(ranks: number, argv: string[], extra: Record<string, string>) {
-  const p = port();
-  const procs = Array.from({ length: ranks }, (_, rank) =>
-    spawn(process.execPath, [rankScript, ...argv], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: baseEnv(ranks, {
-        RANK: String(rank),
-        WORLD_SIZE: String(ranks),
-        LOCAL_RANK: String(rank),
-        LOCAL_WORLD_SIZE: String(ranks),
-        MASTER_ADDR: '127.0.0.1',
-        MASTER_PORT: p,
-        ...extra,
-      }),
-    }),
+/** One process of dist-rank.ts as rank `rank` of `ranks` at 127.0.0.1:`masterPort`. */
+function rankEnv(rank: number, ranks: number, masterPort: string, extra: Record<string, string>) {
+  return baseEnv(ranks, {
+    RANK: String(rank),
+    WORLD_SIZE: String(ranks),
+    LOCAL_RANK: String(rank),
+    LOCAL_WORLD_SIZE: String(ranks),
+    MASTER_ADDR: '127.0.0.1',
+    MASTER_PORT: masterPort,
+    ...extra,
+  });
+}
+
+/** Processes of dist-rank.ts, each `[argv, env]`, with their output collected and their exits as
+ * promises (killed after `limitMs`). */
+function startProcs(specs: [string[], Record<string, string>][], limitMs = 150_000) {
+  const procs = specs.map(([argv, env]) =>
+    spawn(process.execPath, [rankScript, ...argv], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env }),
   );
   const out = procs.map(() => '');
   const err = procs.map(() => '');
@@ -81,10 +82,40 @@ function startRanks(ranks: number, argv: string[], extra: Record<string, string>
         c.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
       }),
   );
-  const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), 150_000);
+  const guard = setTimeout(() => procs.forEach((c) => c.kill('SIGKILL')), limitMs);
   const exits = Promise.all(ended).finally(() => clearTimeout(guard));
-  const detail = () => out.map((o, i) => `rank ${i} stdout:\n${o}\nstderr:\n${err[i]}`).join('\n');
-  return { out, exits, detail };
+  const detail = () => out.map((o, i) => `process ${i} stdout:\n${o}\nstderr:\n${err[i]}`).join('\n');
+  return { procs, out, err, ended, exits, detail };
+}
+
+/** Ranks of dist-rank.ts in `mode`, started directly (no launcher, which would stop the others when
+ * one dies), with their output collected and their exits as promises. */
+function startRanks(ranks: number, argv: string[], extra: Record<string, string>, limitMs = 150_000) {
+  const p = port();
+  return startProcs(
+    Array.from(
+      { length: ranks },
+      (_, rank) => [argv, rankEnv(rank, ranks, p, extra)] as [string[], Record<string, string>],
+    ),
+    limitMs,
+  );
+}
+
+/** Resolves once something accepts connections at 127.0.0.1:`p` (rank 0's store is up). */
+async function listening(p: string, limitMs = 60_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(Number(p), '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() - t0 > limitMs) throw new Error(`nothing listens at 127.0.0.1:${p} after ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 interface RankResult {
@@ -231,6 +262,129 @@ describeNccl('NCCL communicators across processes', () => {
   }, 180_000);
 });
 
+describeNccl('jobs that never merge, an event loop that never waits on a peer', () => {
+  test('two 2-rank jobs on one port: the second job’s rank 0 gets "address in use" at once, its rank 1 is refused, the first sums its own ranks', async () => {
+    const p = port();
+    const spec = (rank: number, job: string): [string[], Record<string, string>] => [
+      ['job'],
+      rankEnv(rank, 2, p, { CUDA_KERNELS_JOB_ID: job, CK_TIMEOUT_MS: '60000', NCCL_HOSTID: `ck-${job}-${rank}` }),
+    ];
+    // Job A's rank 0 first, then all of job B, then A's rank 1: B meets A's store either way.
+    const a0 = startProcs([spec(0, 'job-a')]);
+    await listening(p);
+    const b = startProcs([spec(0, 'job-b'), spec(1, 'job-b')]);
+    await b.exits;
+    const a1 = startProcs([spec(1, 'job-a')]);
+    await Promise.all([a0.exits, a1.exits]);
+    const detail = () => [a0, b, a1].map((x) => x.detail()).join('\n');
+    const [ra0] = results(a0.out[0]);
+    const [ra1] = results(a1.out[0]);
+    const [rb0] = results(b.out[0]);
+    const [rb1] = results(b.out[1]);
+    if (!ra0 || !ra1 || !rb0 || !rb1) throw new Error(`missing results\n${detail()}`);
+    // Job A: its own two ranks, 1 + 2 (merged with B it would be 1 + 2 + 1 + 2 = 6, or hang).
+    expect([ra0.joined, ra0.sum, ra1.joined, ra1.sum, ra0.failures, ra1.failures]).toEqual([true, 3, true, 3, [], []]);
+    // Job B: refused at once, each saying why.
+    expect(rb0.joined).toBe(false);
+    expect(rb0.code).toBe('EADDRINUSE');
+    expect(rb0.message).toMatch(/address in use/);
+    expect(rb1.joined).toBe(false);
+    expect(rb1.code).toBe('ncclInvalidUsage');
+    expect(rb1.message).toMatch(/refused: rank 0's store .* belongs to another job/);
+    expect(rb0.ms as number).toBeLessThan(2000);
+    expect(rb1.ms as number).toBeLessThan(2000);
+    // Rank 0 of A was told about the refused rank of B (a warning, on its stderr).
+    expect(a0.err[0]).toMatch(/refused rank 1 .*belongs to another job that uses the same address/);
+    report(
+      `two jobs on one port: B's rank 0 "${rb0.code}" after ${rb0.ms} ms, B's rank 1 refused after ${rb1.ms} ms; A summed 3 on both ranks`,
+    );
+  }, 180_000);
+
+  test.each(['init', 'collective', 'p2p'])(
+    'a peer 4 s late to %s: the other rank’s event loop keeps turning (lag ≤ 20 ms) and the call returns at once',
+    async (what) => {
+      const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: what, CK_LATE_MS: '4000' });
+      const ends = await exits;
+      const [r0] = results(out[0]);
+      const [r1] = results(out[1]);
+      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+      report(
+        `peer 4 s late to ${what}: rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag` +
+          `${r0.callMs !== undefined ? `; the call itself took ${(r0.callMs as number).toFixed(3)} ms` : ''}`,
+      );
+    },
+    120_000,
+  );
+
+  test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error', async () => {
+    const { out, exits, detail } = startRanks(2, ['late'], {
+      CK_LATE: 'collective',
+      CK_LATE_MS: '4000',
+      CK_ABORT_MS: '1000',
+      CK_TIMEOUT_MS: '8000',
+    });
+    const ends = await exits;
+    const [r0] = results(out[0]);
+    const [r1] = results(out[1]);
+    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    report(
+      `abort() during the wait for a late peer: ${(r0.abortCallMs as number).toFixed(2)} ms, lag ${(r0.lagMs as number).toFixed(1)} ms; ` +
+        `the late peer then got ${String(r1.lateError)}`,
+    );
+  }, 120_000);
+
+  test('Communicator.init and collectives inside a worker_thread', async () => {
+    const { out, exits, detail } = startRanks(2, ['worker'], {});
+    const ends = await exits;
+    const res = out.map((o) => results(o)[0]);
+    if (res.some((r) => !r || r.failures.length > 0) || ends.some((e) => e.code !== 0))
+      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    report(`worker_threads: 2 ranks, ${res.reduce((t, r) => t + r.checks, 0)} checks passed`);
+  }, 120_000);
+
+  test('an un-awaited collective whose communicator later fails does not end the process: the next call, synchronize() and barrier() report it', async () => {
+    const { out, exits, detail } = startRanks(2, ['unawaited'], { CK_TIMEOUT_MS: '5000' });
+    const [e0, e1] = await exits;
+    if (e1.signal !== 'SIGKILL') throw new Error(`rank 1 was not killed: ${JSON.stringify(e1)}\n${detail()}`);
+    const [r0] = results(out[0]);
+    if (!r0 || r0.failures.length > 0 || e0.code !== 0) throw new Error(`rank 0: ${JSON.stringify(e0)}\n${detail()}`);
+    report(
+      `un-awaited collectives, peer killed: rank 0 exited 0, the failure (${String(r0.code)}) reported by the next call, synchronize() and barrier()`,
+    );
+  }, 120_000);
+
+  test.each(['clean', 'stuck'])(
+    'destroy() returns at once and the process ends by itself (%s)',
+    async (how) => {
+      const timeoutMs = 3000;
+      const run = startRanks(2, ['destroy'], { CK_DESTROY: how, CK_TIMEOUT_MS: String(timeoutMs) });
+      const e0 = await run.ended[0];
+      // The stopped rank never ends by itself.
+      if (how === 'stuck') run.procs[1].kill('SIGKILL');
+      const [, e1] = await run.exits;
+      const [r0] = results(run.out[0]);
+      const destroyedAt = Number(/rank 0 destroyed at (\d+)/.exec(run.out[0])?.[1]);
+      if (!r0 || r0.failures.length > 0 || e0.code !== 0)
+        throw new Error(`rank 0: ${JSON.stringify(e0)}\n${run.detail()}`);
+      if (how === 'clean') {
+        const [r1] = results(run.out[1]);
+        if (!r1 || r1.failures.length > 0 || e1.code !== 0)
+          throw new Error(`rank 1: ${JSON.stringify(e1)}\n${run.detail()}`);
+      }
+      // Printed after its own wait (200 ms clean, timeoutMs + 1 s stuck): then nothing is left but the close.
+      const exitAfter = e0.at - destroyedAt;
+      expect(exitAfter).toBeLessThan(how === 'clean' ? 5000 : 15_000);
+      report(
+        `destroy() (${how}): ${(r0.destroyMs as number).toFixed(2)} ms, event-loop lag after it ${(r0.lagMs as number).toFixed(1)} ms; ` +
+          `the process ended ${exitAfter} ms after its last line`,
+      );
+    },
+    120_000,
+  );
+});
+
 describeNccl('distributed APSP across processes', () => {
   test('4 ranks, one killed (SIGKILL) after its third round: the others get an NcclError within timeoutMs and exit by themselves', async () => {
     const timeoutMs = 5000;
@@ -345,6 +499,13 @@ describeNccl('npx cuda-kernels apsp --distributed', () => {
 });
 
 describeNccl('data-parallel MLP across processes', () => {
+  test('two trainAsync at once on one communicator run in turn (equal to the same in sequence); a collective or train() meanwhile is refused', () => {
+    const res = expectAllPassed('mlp, two trainings at once, 2 ranks', viaLaunch(2, ['trainings']), 2);
+    report(
+      `two trainAsync at once vs in sequence: weights differ by ${Math.max(...res.map((r) => Math.max(r.diffA as number, r.diffB as number)))}`,
+    );
+  }, 300_000);
+
   test('2 ranks on half the patterns each = 1 GPU on all of them (every activation, output, method; full and mini batches)', () => {
     const res = expectAllPassed('mlp data parallel, launch, 2 ranks', viaLaunch(2, ['mlp']), 2);
     const worst = Math.max(...res.map((r) => r.worst as number));

@@ -3,14 +3,18 @@
 // with the distributed APSP, and the random graph made band by band. The multi-process GPU suites are
 // in dist-gpu.test.ts.
 import { spawnSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 
 import * as ck from '../lib';
 import { rankPlan, report } from '../lib/bench/dist';
 import type { BenchRow } from '../lib/bench/results';
 import { rankEnvironment } from '../lib/cli/launch';
+import * as bootstrap from '../lib/distributed/bootstrap';
 import { native } from '../lib/native';
 import { hostGraph } from './harness/families';
 import { describeGpu } from './helpers/gpu';
@@ -51,8 +55,8 @@ describe('rankFromEnv: every launcher convention', () => {
     expect(ck.rankFromEnv({ RANK: '1', WORLD_SIZE: '2', LOCAL_WORLD_SIZE: '2' }).address).toBe('127.0.0.1:29500');
     // IPv6 literals are bracketed as NCCL_COMM_ID wants them.
     expect(ck.rankFromEnv({ ...env, MASTER_ADDR: 'fe80::1' }).address).toBe('[fe80::1]:1234');
-    // NCCL_COMM_ID wins over MASTER_ADDR.
-    expect(ck.rankFromEnv({ ...env, NCCL_COMM_ID: '10.0.0.1:999' }).address).toBe('10.0.0.1:999');
+    // NCCL_COMM_ID is no address of ours (Communicator.init refuses it: NCCL would bootstrap there itself).
+    expect(ck.rankFromEnv({ ...env, NCCL_COMM_ID: '10.0.0.1:999' }).address).toBe('node0:1234');
   });
 
   test("Open MPI's variables (mpirun -np 2 node app.js)", () => {
@@ -166,6 +170,347 @@ describe('rankFromEnv: every launcher convention', () => {
   });
 });
 
+describe('jobIdFromEnv: the token that keeps jobs apart', () => {
+  test('CUDA_KERNELS_JOB_ID (what the launcher sets), whatever the convention', () => {
+    expect(ck.jobIdFromEnv({ CUDA_KERNELS_JOB_ID: ' abc ', RANK: '0', WORLD_SIZE: '2' })).toEqual({
+      jobId: 'abc',
+      from: 'CUDA_KERNELS_JOB_ID',
+    });
+    expect(
+      ck.jobIdFromEnv({ CUDA_KERNELS_JOB_ID: 'x', OMPI_COMM_WORLD_RANK: '0', OMPI_COMM_WORLD_SIZE: '2' })?.from,
+    ).toBe('CUDA_KERNELS_JOB_ID');
+  });
+
+  test("mpirun's, srun's and torchrun's job ids, each only under its own convention", () => {
+    const ompi = { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' };
+    expect(ck.jobIdFromEnv({ ...ompi, OMPI_MCA_ess_base_jobid: '3166437377' })).toEqual({
+      jobId: 'openmpi:3166437377',
+      from: 'OMPI_MCA_ess_base_jobid',
+    });
+    expect(ck.jobIdFromEnv({ ...ompi, PMIX_NAMESPACE: 'prterun-h-123@1', OMPI_MCA_ess_base_jobid: '9' })?.from).toBe(
+      'PMIX_NAMESPACE',
+    );
+    expect(ck.jobIdFromEnv(ompi)).toBeNull();
+    const slurm = { SLURM_PROCID: '0', SLURM_NTASKS: '4', SLURM_JOB_ID: '812' };
+    expect(ck.jobIdFromEnv({ ...slurm, SLURM_STEP_ID: '3' })?.jobId).toBe('slurm:812.3');
+    // Two sruns of one allocation are two jobs.
+    expect(ck.jobIdFromEnv({ ...slurm, SLURM_STEP_ID: '4' })?.jobId).not.toBe(
+      ck.jobIdFromEnv({ ...slurm, SLURM_STEP_ID: '3' })?.jobId,
+    );
+    const torchrun = { RANK: '0', WORLD_SIZE: '2' };
+    expect(ck.jobIdFromEnv({ ...torchrun, TORCHELASTIC_RUN_ID: 'f00d' })?.jobId).toBe('torchrun:f00d');
+    expect(ck.jobIdFromEnv({ ...torchrun, TORCHELASTIC_RUN_ID: 'none' })).toBeNull();
+    // A Slurm job id does not count for ranks that mpirun started (inside an allocation).
+    expect(ck.jobIdFromEnv({ ...ompi, SLURM_JOB_ID: '812', SLURM_PROCID: '0', SLURM_NTASKS: '1' })).toBeNull();
+    expect(ck.jobIdFromEnv({})).toBeNull();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Rank 0's bootstrap store, without NCCL: the unique id is 128 opaque bytes here.
+
+/** A port that was free a moment ago. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', () => {
+  const randomId = () => crypto.randomBytes(bootstrap.UNIQUE_ID_BYTES);
+  async function job(size: number, extra: Partial<bootstrap.BootstrapJob> = {}): Promise<bootstrap.BootstrapJob> {
+    return {
+      host: '127.0.0.1',
+      port: extra.port ?? (await freePort()),
+      jobId: 'job-a',
+      explicitJob: true,
+      size,
+      deadline: Date.now() + 5000,
+      ...extra,
+    };
+  }
+  const errorOf = (p: Promise<unknown>) =>
+    p.then(
+      () => {
+        throw new Error('resolved');
+      },
+      (e: unknown) => e as ck.NcclError,
+    );
+
+  test('every rank of a job gets the id rank 0 made, once all of them have joined', async () => {
+    const a = await job(4);
+    const id = randomId();
+    let made = 0;
+    const served = bootstrap.serveBootstrap(a, () => {
+      made++;
+      return id;
+    });
+    // The ranks come in any order, the last one a moment later: nobody gets the id before it.
+    const early = [bootstrap.joinBootstrap(a, 3), bootstrap.joinBootstrap(a, 1)];
+    let early0 = false;
+    void Promise.race(early).then(() => (early0 = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(early0).toBe(false);
+    const got = await Promise.all([served, ...early, bootstrap.joinBootstrap(a, 2)]);
+    for (const g of got) expect(g.equals(id)).toBe(true);
+    expect(made).toBe(1);
+    // The store is closed once the id is out: the port is free again.
+    const again = await job(1, { port: a.port });
+    await expect(bootstrap.serveBootstrap(again, randomId)).resolves.toHaveLength(128);
+  });
+
+  test.each([
+    ['127.0.0.1', '127.0.0.1'],
+    ['127.0.0.1', os.hostname()],
+    [os.hostname(), '127.0.0.1'],
+    [os.hostname(), os.hostname()],
+  ])('a second job on the same port (rank 0 at %s, then at %s) gets "address in use" at once', async (h1, h2) => {
+    const a = await job(2, { host: h1 });
+    const first = bootstrap.serveBootstrap(a, randomId);
+    first.catch(() => {});
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    const e = await errorOf(bootstrap.serveBootstrap({ ...a, host: h2, jobId: 'job-b' }, randomId));
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(e).toBeInstanceOf(ck.NcclError);
+    expect(e.code).toBe('EADDRINUSE');
+    expect(e.message).toMatch(new RegExp(`address in use.*port ${a.port}.*MASTER_PORT`));
+    // The first job is untouched: its own rank joins it.
+    const [id0, id1] = await Promise.all([
+      first,
+      bootstrap.joinBootstrap({ ...a, host: h1 === os.hostname() ? '127.0.0.1' : h1 }, 1),
+    ]);
+    expect(id0.equals(id1)).toBe(true);
+  });
+
+  test("a rank of another job is refused, naming both jobs' token fingerprints; rank 0 warns and waits for its own rank", async () => {
+    const warnings: string[] = [];
+    const a = await job(2, { onRefused: (m) => warnings.push(m) });
+    const id = randomId();
+    const served = bootstrap.serveBootstrap(a, () => id);
+    const e = await errorOf(bootstrap.joinBootstrap({ ...a, jobId: 'job-b', onRefused: undefined }, 1));
+    expect(e.code).toBe('ncclInvalidUsage');
+    const fa = bootstrap.jobFingerprint('job-a');
+    const fb = bootstrap.jobFingerprint('job-b');
+    expect(e.message).toContain(`rank 1 of 2: refused: rank 0's store at 127.0.0.1:${a.port} belongs to another job`);
+    expect(e.message).toContain(fa);
+    expect(e.message).toContain(fb);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      new RegExp(
+        `refused rank 1 \\(pid ${process.pid} on .*\\): its job token \\(fingerprint ${fb}\\) is not this job's \\(${fa}\\)`,
+      ),
+    );
+    const [mine, theirs] = await Promise.all([served, bootstrap.joinBootstrap(a, 1)]);
+    expect(mine.equals(id) && theirs.equals(id)).toBe(true);
+  });
+
+  test('one job with a token: another world size, or a rank taken twice, is refused on both sides', async () => {
+    // Another size: the rank is refused, and so is the whole job (rank 0 and the rank already in).
+    const a = await job(3);
+    const served = errorOf(bootstrap.serveBootstrap(a, randomId));
+    const waiting = errorOf(bootstrap.joinBootstrap(a, 1));
+    await new Promise((r) => setTimeout(r, 100));
+    const wrong = await errorOf(bootstrap.joinBootstrap({ ...a, size: 4 }, 2));
+    expect(wrong.message).toMatch(/rank 2 of 4: refused: rank 0 at .* says the job has 3 ranks, this rank says 4/);
+    const [e0, e1] = await Promise.all([served, waiting]);
+    expect(e0.code).toBe('ncclInvalidUsage');
+    expect(e0.message).toMatch(
+      /rank 0 of 3 .*: refused rank 2 \(pid \d+ on .*\): it says the job has 4 ranks, rank 0 says 3/,
+    );
+    expect(e1.message).toMatch(/rank 1 of 3: refused: rank 0 gave up: .*it says the job has 4 ranks/);
+
+    // A rank claimed twice.
+    const b = await job(3);
+    const served2 = errorOf(bootstrap.serveBootstrap(b, randomId));
+    const first = errorOf(bootstrap.joinBootstrap(b, 1));
+    await new Promise((r) => setTimeout(r, 100));
+    const twice = await errorOf(bootstrap.joinBootstrap(b, 1));
+    expect(twice.message).toMatch(
+      /rank 1 of 3: refused: rank 1 has already joined rank 0 at .* \(pid \d+ on .*\): two processes claim rank 1/,
+    );
+    expect((await served2).message).toMatch(/refused rank 1 .*: rank 1 has already joined/);
+    expect((await first).message).toMatch(/rank 0 gave up/);
+
+    // A rank outside 1 … size − 1.
+    const c = await job(2);
+    const served3 = errorOf(bootstrap.serveBootstrap(c, randomId));
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await errorOf(bootstrap.joinBootstrap(c, 0))).message).toMatch(/rank 0 is not one of ranks 1 … 1/);
+    expect((await served3).message).toMatch(/refused rank 0 .*is not one of ranks 1 … 1/);
+  });
+
+  test('without a token (the default), another size is refused but rank 0 only warns: it may be another job', async () => {
+    const warnings: string[] = [];
+    const a = await job(2, { jobId: 'default', explicitJob: false, onRefused: (m) => warnings.push(m) });
+    const id = randomId();
+    const served = bootstrap.serveBootstrap(a, () => id);
+    const other = await errorOf(bootstrap.joinBootstrap({ ...a, size: 3, onRefused: undefined }, 2));
+    expect(other.message).toMatch(/says the job has 2 ranks, this rank says 3/);
+    expect(warnings.join()).toMatch(/it says the job has 3 ranks, rank 0 says 2/);
+    const [x, y] = await Promise.all([served, bootstrap.joinBootstrap(a, 1)]);
+    expect(x.equals(id) && y.equals(id)).toBe(true);
+  });
+
+  test('timeouts name what is missing: the ranks that never came, or the store that never answered', async () => {
+    const a = await job(4, { deadline: Date.now() + 800 });
+    const served = errorOf(bootstrap.serveBootstrap(a, randomId));
+    // (Each rank keeps its own deadline; this one's is later, so that rank 0's answer comes first.)
+    const one = errorOf(bootstrap.joinBootstrap({ ...a, deadline: a.deadline + 2000 }, 2));
+    const [e0, e2] = await Promise.all([served, one]);
+    expect(e0.code).toBe('ncclTimeout');
+    expect(e0.message).toMatch(/rank 0 of 4 .*: ranks 1, 3 did not join within the timeout \(joined: 2\)/);
+    expect(e2.message).toMatch(/rank 2 of 4: refused: rank 0 gave up: .*ranks 1, 3 did not join/);
+    // No store at all: the rank retries until its deadline, then names the address.
+    const b = await job(2, { deadline: Date.now() + 700 });
+    const t0 = Date.now();
+    const lonely = await errorOf(bootstrap.joinBootstrap(b, 1));
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(600);
+    expect(lonely.code).toBe('ncclTimeout');
+    expect(lonely.message).toMatch(
+      new RegExp(`rank 1 of 2: could not join rank 0's bootstrap store at 127.0.0.1:${b.port} .*ECONNREFUSED`),
+    );
+  });
+
+  test('a rank that starts before rank 0 waits for its store', async () => {
+    const a = await job(2);
+    const joining = bootstrap.joinBootstrap(a, 1);
+    await new Promise((r) => setTimeout(r, 300));
+    const id = randomId();
+    const [x, y] = await Promise.all([bootstrap.serveBootstrap(a, () => id), joining]);
+    expect(x.equals(id) && y.equals(id)).toBe(true);
+  });
+
+  test('something else listening on the port: a clear error, not a hang', async () => {
+    const other = net.createServer((s) => s.end('HTTP/1.1 400 Bad Request\r\n\r\n'));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (other.address() as net.AddressInfo).port;
+      const a = await job(2, { port });
+      expect((await errorOf(bootstrap.serveBootstrap(a, randomId))).code).toBe('EADDRINUSE');
+      const e = await errorOf(bootstrap.joinBootstrap(a, 1));
+      expect(e.message).toMatch(/something other than a cuda-kernels store answers at .*HTTP/);
+    } finally {
+      other.close();
+    }
+    // And the store, spoken to by something that is not a rank: refused, the store goes on.
+    const warnings: string[] = [];
+    const b = await job(2, { onRefused: (m) => warnings.push(m) });
+    const served = bootstrap.serveBootstrap(b, randomId);
+    await new Promise<void>((resolve) => {
+      const c = net.connect(b.port, '127.0.0.1', () => c.write('GET / HTTP/1.1\r\n\r\n'));
+      c.on('data', () => {});
+      c.on('close', () => resolve());
+    });
+    expect(warnings.join()).toMatch(/refused a connection from 127.0.0.1:\d+: it sent something that is not/);
+    await Promise.all([served, bootstrap.joinBootstrap(b, 1)]);
+  });
+
+  test('inside a worker_thread (no process.env, no main thread)', async () => {
+    const a = await job(3);
+    const code = `
+      require(${JSON.stringify(register)});
+      const { parentPort, workerData } = require('node:worker_threads');
+      const b = require(${JSON.stringify(path.join(root, 'lib', 'distributed', 'bootstrap.ts'))});
+      const { job, rank } = workerData;
+      job.deadline = Date.now() + 30000;
+      const run = rank === 0 ? b.serveBootstrap(job, () => Buffer.alloc(128, 42)) : b.joinBootstrap(job, rank);
+      run.then((id) => parentPort.postMessage(id.toString('hex')), (e) => parentPort.postMessage('error ' + e.message));`;
+    const ids = await Promise.all(
+      [0, 1, 2].map(
+        (rank) =>
+          new Promise<string>((resolve, reject) => {
+            const w = new Worker(code, { eval: true, workerData: { job: a, rank } });
+            w.once('message', (m: string) => {
+              resolve(m);
+              void w.terminate();
+            });
+            w.once('error', reject);
+          }),
+      ),
+    );
+    expect(ids).toEqual([0, 1, 2].map(() => Buffer.alloc(128, 42).toString('hex')));
+  }, 60_000);
+});
+
+describe('one sequence of operations at a time on a communicator (the reservation, without NCCL)', () => {
+  // The reservation is plain TypeScript: a communicator around a stand-in handle is enough (nothing
+  // here reaches the native side).
+  const make = () =>
+    new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)(
+      {},
+      0,
+      2,
+      0,
+      1000,
+      undefined,
+      'options',
+    );
+  const busy = (f: () => unknown) => {
+    try {
+      f();
+      return null;
+    } catch (e) {
+      return e as ck.NcclError;
+    }
+  };
+
+  test('a sequence holds it from the call on: calls from outside throw that it is busy, its own pass', async () => {
+    const comm = make();
+    const release = comm.reserve('Mlp.trainAsync');
+    // Taken at once, before the promise settles: a call right after the training's is refused.
+    const e = busy(() => comm.handle('allReduce'));
+    expect(e).toBeInstanceOf(ck.NcclError);
+    expect(e?.code).toBe('ncclInvalidUsage');
+    expect(e?.message).toMatch(/allReduce: the communicator is busy with Mlp.trainAsync; await it first/);
+    expect(busy(() => comm.handle('Mlp.trainAsync'))).toBeNull();
+    expect(busy(() => comm.as('Mlp.trainAsync', () => comm.handle('allGather')))).toBeNull();
+    expect(busy(() => comm.handle('broadcast'))).not.toBeNull();
+    (await release)();
+    expect(busy(() => comm.handle('allReduce'))).toBeNull();
+  });
+
+  test('sequences queue in call order; the next takes over at once, with no gap for an outside call', async () => {
+    const comm = make();
+    const order: string[] = [];
+    const run = async (name: string, ms: number) => {
+      const release = await comm.reserve(name);
+      order.push(`start ${name}`);
+      await new Promise((r) => setTimeout(r, ms));
+      order.push(`end ${name}`);
+      release();
+      // Released to the next one synchronously: still busy, with its name.
+      return busy(() => comm.handle('outside'))?.message ?? 'free';
+    };
+    const after = await Promise.all([run('A', 30), run('B', 5), run('C', 1)]);
+    expect(order).toEqual(['start A', 'end A', 'start B', 'end B', 'start C', 'end C']);
+    expect(after[0]).toMatch(/busy with B/);
+    expect(after[1]).toMatch(/busy with C/);
+    expect(after[2]).toBe('free');
+  });
+
+  test('exclusive runs after the sequences before it and releases even when it throws', async () => {
+    const comm = make();
+    const first = await comm.reserve('first');
+    const ran: string[] = [];
+    const x = comm.exclusive('apspDistributed', async () => {
+      ran.push('x');
+      throw new Error('boom');
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(ran).toEqual([]);
+    first();
+    await expect(x).rejects.toThrow('boom');
+    expect(ran).toEqual(['x']);
+    expect(busy(() => comm.handle('allReduce'))).toBeNull();
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 // NCCL at run time.
 
@@ -227,6 +572,24 @@ describe('NCCL loaded at run time', () => {
     await expect(ck.Communicator.init({ rank: 0 })).rejects.toThrow(/rank and size together/);
     await expect(ck.Communicator.init({ rank: 2, size: 2 })).rejects.toThrow(/options.rank/);
     await expect(ck.Communicator.init({ rank: 0, size: 2, address: 'no port' })).rejects.toThrow(/options.address/);
+    // Ports are checked, not wrapped (70000 used to become 4464).
+    for (const address of ['h:70000', 'h:0', '[::1]:65536', 'h:-1'])
+      await expect(ck.Communicator.init({ rank: 0, size: 2, address })).rejects.toThrow(
+        /options.address must be host:port \(or \[ipv6\]:port\) with a port in \[1, 65535\]/,
+      );
+    await expect(ck.Communicator.init({ rank: 0, size: 2, env: { MASTER_PORT: '70000' } })).rejects.toThrow(
+      /MASTER_PORT must be an integer in \[1, 65535\]/,
+    );
+    await expect(ck.Communicator.init({ rank: 0, size: 2, jobId: '' })).rejects.toThrow(
+      /options.jobId must be a non-empty string/,
+    );
+    await expect(ck.Communicator.init({ rank: 0, size: 2, jobId: 7 as never })).rejects.toThrow(TypeError);
+    // NCCL_COMM_ID would have NCCL bootstrap on a fixed address where jobs merge: refused, saying why.
+    const e = await ck.Communicator.init({ rank: 0, size: 2, env: { NCCL_COMM_ID: '127.0.0.1:1234' } }).catch(
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(ck.NcclError);
+    expect((e as ck.NcclError).message).toMatch(/NCCL_COMM_ID is set .*two jobs .* join .*MASTER_ADDR and MASTER_PORT/);
     await expect(ck.Communicator.init({ timeoutMs: 0 })).rejects.toThrow(/options.timeoutMs/);
     await expect(ck.Communicator.init({ timeoutMs: 2 ** 31 })).rejects.toThrow(/options.timeoutMs/);
     expect(() => ck.apspBandOf(0, 2, 0)).toThrow(RangeError);

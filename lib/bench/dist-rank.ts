@@ -49,7 +49,8 @@ async function collectives(sizes: number[], reps: number): Promise<void> {
       const n = bytes / 4;
       using a = full('float32', n, 0, { device });
       const once = () => (op === 'allreduce' ? comm.allReduce(a, 'sum') : comm.broadcast(a, 0));
-      const iters = bytes <= 4 << 20 ? 20 : bytes <= 64 << 20 ? 5 : 2;
+      // As torch_collectives.py: enough calls per sample that the small ones are timed well.
+      const iters = bytes <= 1 << 20 ? 50 : bytes <= 4 << 20 ? 20 : bytes <= 64 << 20 ? 5 : 2;
       for (let i = 0; i < 2 * iters; i++) once().catch(ignore);
       await comm.synchronize();
       const samples: number[] = [];

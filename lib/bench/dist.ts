@@ -130,7 +130,9 @@ export function report(gpus: number, rows: BenchRow[], failed: string[]): BenchR
 }
 
 const MiB = 1 << 20;
-const label = (bytes: number) => (bytes >= 1 << 30 ? `${bytes / (1 << 30)}GiB` : `${bytes / MiB}MiB`);
+const KiB = 1 << 10;
+const label = (bytes: number) =>
+  bytes >= 1 << 30 ? `${bytes / (1 << 30)}GiB` : bytes >= MiB ? `${bytes / MiB}MiB` : `${bytes / KiB}KiB`;
 
 /** `bench collectives`: allReduce and broadcast bus bandwidth, ours and torch.distributed's. */
 export const collectivesFamily: BenchFamily = {
@@ -146,8 +148,12 @@ export const collectivesFamily: BenchFamily = {
       process.stderr.write(`collectives: skipped, ${plan.reason}\n`);
       return [];
     }
+    // From 64 KiB, where the cost of each call is everything, to 1 GiB, where the links are.
     const sizes =
-      ctx.sizes ?? (ctx.quick ? [MiB, 16 * MiB] : [MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB]);
+      ctx.sizes ??
+      (ctx.quick
+        ? [64 * KiB, MiB, 16 * MiB]
+        : [64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB]);
     const reps = Math.max(3, Math.min(ctx.reps, 20));
     const start = clocks();
     const rows: BenchRow[] = [];

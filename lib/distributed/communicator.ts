@@ -3,7 +3,8 @@ import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
 import { deviceCount } from '../device';
 import { checkInteger, rangeError, typeError } from '../errors';
 import { native } from '../native';
-import { bootstrapAddress, DEFAULT_MASTER_PORT, type RankSource, rankFromEnv } from './env';
+import { joinBootstrap, serveBootstrap } from './bootstrap';
+import { bootstrapAddress, DEFAULT_MASTER_PORT, jobIdFromEnv, type RankSource, rankFromEnv } from './env';
 import { asNcclError, NcclError, requireNccl } from './nccl';
 
 /** Reductions of {@link Communicator.allReduce} and {@link Communicator.reduceScatter}. */
@@ -23,8 +24,18 @@ export interface CommunicatorOptions {
   size?: number;
   /** The CUDA device of this rank (default: the local rank modulo the devices present). */
   device?: number;
-  /** `host:port` where rank 0 serves NCCL's bootstrap (default from NCCL_COMM_ID or MASTER_ADDR/MASTER_PORT). */
+  /**
+   * `host:port` (or `[ipv6]:port`, port 1 … 65535) where rank 0 serves the job's bootstrap store
+   * (default MASTER_ADDR:MASTER_PORT).
+   */
   address?: string;
+  /**
+   * The job's token: every rank of a job must present the same one to rank 0's store, and a rank with
+   * another is refused, so that two jobs on one address never join. Default: `CUDA_KERNELS_JOB_ID`,
+   * else derived from the launcher's job ids ({@link jobIdFromEnv}), else a fixed default (with a
+   * warning). An accident guard, not a secret: see docs/multi-gpu.md.
+   */
+  jobId?: string;
   /**
    * How long the initialisation may wait for every rank to join, and how long any one operation may
    * run on the GPU before the peers are declared dead or hung (default 5 minutes, at most 2^31 − 1). Then the
@@ -42,6 +53,51 @@ export interface ArrayRange {
 }
 
 const KIND = { allReduce: 0, broadcast: 1, allGather: 2, reduceScatter: 3, send: 4, recv: 5, sendRecv: 6 } as const;
+
+const ignore = (): void => {};
+
+/** The token of a job that gave none: it still tells jobs of different sizes apart. */
+export const DEFAULT_JOB_ID = 'cuda-kernels-default-job';
+
+const NO_JOB_ID_WARNING =
+  'Communicator.init: this job has no token (no options.jobId, CUDA_KERNELS_JOB_ID, or job id from the ' +
+  'launcher), so another job of the same size on the same MASTER_ADDR:MASTER_PORT could join it. Set ' +
+  'CUDA_KERNELS_JOB_ID to the same random value on every rank (cuda-kernels launch does), or start the ' +
+  'ranks with mpirun or srun.';
+
+const RUNTIME_CONNECT_WARNING =
+  'Communicator.init: NCCL_RUNTIME_CONNECT is set, so NCCL connects the collectives on their first use, in ' +
+  'the calling thread: the first collective of each kind may block the JavaScript thread until every peer ' +
+  'makes it. Unset it to have them connected during Communicator.init.';
+
+// Beyond a close's own timeout: how long the process is kept alive for the thread's NCCL teardown.
+const CLOSE_GRACE_MS = 10_000;
+
+const warned = new Set<string>();
+function warnOnce(code: string, message: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  process.emitWarning(message, { code });
+}
+
+/** Keeps the process alive until `closed` settles, for at most `ms`. */
+function keepAliveUntil(closed: Promise<void>, ms: number): void {
+  const timer = setTimeout(ignore, Math.min(ms, 2 ** 31 - 1));
+  closed.then(
+    () => clearTimeout(timer),
+    () => clearTimeout(timer),
+  );
+}
+
+/** `host:port` or `[ipv6]:port` with a port in [1, 65535], checked. */
+function parseAddress(address: unknown): { host: string; port: number } {
+  const m = typeof address === 'string' ? /^(?:\[([^\]]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(address) : null;
+  const port = m ? Number(m[3]) : 0;
+  if (!m || port < 1 || port > 65535) {
+    throw rangeError('options.address', 'host:port (or [ipv6]:port) with a port in [1, 65535]', address);
+  }
+  return { host: m[1] ?? m[2], port };
+}
 
 /**
  * One rank's NCCL communicator: collectives and point-to-point transfers on {@link DeviceArray}s,
@@ -82,7 +138,10 @@ export class Communicator {
   readonly source: RankSource;
   #handle: CommHandle | null;
   #pending = new Set<Promise<unknown>>();
+  // The sequence holding the communicator, those waiting for it, and the one whose call runs now.
   #busy: string | null = null;
+  #waiting: (() => void)[] = [];
+  #acting: string | null = null;
   #scratch: DeviceArray<'int32'> | null = null;
 
   private constructor(
@@ -104,11 +163,14 @@ export class Communicator {
   }
 
   /**
-   * Joins this process to the job: builds its communicator with NCCL's own bootstrap (rank 0 serves
-   * it at `address`, which NCCL reads from NCCL_COMM_ID, so every rank derives the same unique id)
-   * and resolves once every rank has joined. The wait runs off the JavaScript thread; after
-   * `timeoutMs` without every rank it rejects with an {@link NcclError} (`ncclTimeout`). Rejects with
-   * `ncclLibraryNotFound` (saying what to install) when NCCL cannot be loaded.
+   * Joins this process to the job and resolves once every rank has joined and the communicator is
+   * connected. Rank 0 binds the job's bootstrap store at `address` (another process listening there:
+   * an {@link NcclError} `EADDRINUSE` at once) and hands NCCL's unique id to the other ranks once each
+   * has presented the job's token, the size and its rank (a rank of another job, with another size, or
+   * claiming a taken rank is refused with an error naming it). Then every rank initialises NCCL and
+   * connects to its peers on the communicator's own thread. Nothing blocks the JavaScript thread, and
+   * it works inside a worker_thread. Rejects with `ncclTimeout` when not done within `timeoutMs`, and
+   * with `ncclLibraryNotFound` (saying what to install) when NCCL cannot be loaded.
    */
   static async init(options: CommunicatorOptions = {}): Promise<Communicator> {
     if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
@@ -124,19 +186,37 @@ export class Communicator {
       rank = checkInteger('options.rank', options.rank, 0, size - 1);
       localRank = rank;
       source = 'options';
-      const port = Number(env.MASTER_PORT ?? DEFAULT_MASTER_PORT);
-      address =
-        options.address ??
-        (env.NCCL_COMM_ID?.trim() ||
-          (size > 1 ? bootstrapAddress(env.MASTER_ADDR?.trim() || '127.0.0.1', port) : undefined));
+      if (options.address === undefined && size > 1) {
+        const raw = env.MASTER_PORT?.trim();
+        const port = raw ? Number(raw) : DEFAULT_MASTER_PORT;
+        if (!/^\d+$/.test(raw ?? '0') || port < 1 || port > 65535) {
+          throw new RangeError(
+            `environment variable MASTER_PORT must be an integer in [1, 65535], got ${JSON.stringify(raw)}`,
+          );
+        }
+        address = bootstrapAddress(env.MASTER_ADDR?.trim() || '127.0.0.1', port);
+      }
     } else {
       const fromEnv = rankFromEnv(env);
       ({ rank, size, localRank, source } = fromEnv);
-      address = options.address ?? fromEnv.address;
+      address = fromEnv.address;
     }
-    if (address !== undefined && (typeof address !== 'string' || !/^(\[[^\]]+\]|[^:\s[\]]+):\d+$/.test(address))) {
-      throw rangeError('options.address', 'host:port (or [ipv6]:port)', address);
+    if (options.address !== undefined) address = options.address;
+    const where = address === undefined ? undefined : parseAddress(address);
+    if (options.jobId !== undefined && (typeof options.jobId !== 'string' || options.jobId.trim() === '')) {
+      throw typeError('options.jobId', 'a non-empty string', options.jobId);
     }
+    if (env.NCCL_COMM_ID?.trim()) {
+      throw new NcclError(
+        `NCCL_COMM_ID is set (${env.NCCL_COMM_ID}): NCCL would then bootstrap on that fixed address itself, ` +
+          'where two jobs started with the same one join into one communicator. Unset it: rank 0’s address ' +
+          'comes from MASTER_ADDR and MASTER_PORT (or options.address), where rank 0’s store checks the job',
+        'ncclInvalidUsage',
+        'Communicator.init',
+      );
+    }
+    const job =
+      options.jobId !== undefined ? { jobId: options.jobId.trim(), from: 'options.jobId' } : jobIdFromEnv(env);
     const count = deviceCount();
     const device =
       options.device !== undefined
@@ -145,55 +225,136 @@ export class Communicator {
           ? localRank % count
           : 0;
     requireNccl();
-    // NCCL reads NCCL_COMM_ID inside these two calls (the id, and rank 0's bootstrap root); it is put
-    // back as it was afterwards, so other NCCL users in the process see no change.
-    const saved = process.env.NCCL_COMM_ID;
-    let created: { comm: CommHandle; ready: Promise<void> };
+    if (job === null && size > 1) warnOnce('CK_NCCL_NO_JOB_ID', NO_JOB_ID_WARNING);
+    const label = `rank ${rank} of ${size}${address ? ` (bootstrap at ${address})` : ''}`;
+    const deadline = Date.now() + timeoutMs;
+    let id: Buffer;
     try {
-      if (address !== undefined) process.env.NCCL_COMM_ID = address;
-      else delete process.env.NCCL_COMM_ID;
-      created = native.ncclCommInit(size, rank, device, timeoutMs);
+      if (where === undefined || size === 1) {
+        id = native.ncclUniqueId();
+      } else {
+        const bootstrap = {
+          ...where,
+          jobId: job?.jobId ?? DEFAULT_JOB_ID,
+          explicitJob: job !== null,
+          size,
+          deadline,
+          onRefused: (message: string) => process.emitWarning(message, { code: 'CK_NCCL_BOOTSTRAP_REFUSED' }),
+        };
+        id =
+          rank === 0
+            ? await serveBootstrap(bootstrap, () => native.ncclUniqueId())
+            : await joinBootstrap(bootstrap, rank);
+      }
     } catch (e) {
       throw asNcclError(e);
-    } finally {
-      if (saved === undefined) delete process.env.NCCL_COMM_ID;
-      else process.env.NCCL_COMM_ID = saved;
     }
+    let created: { comm: CommHandle; ready: Promise<void>; runtimeConnect: boolean };
     try {
-      await created.ready;
+      created = native.ncclCommInit(id, size, rank, device, timeoutMs);
     } catch (e) {
-      native.ncclCommClose(created.comm, false);
+      throw asNcclError(e);
+    }
+    if (created.runtimeConnect) warnOnce('CK_NCCL_RUNTIME_CONNECT', RUNTIME_CONNECT_WARNING);
+    // The native side cannot time out an NCCL initialisation that waits on a peer (it runs inside
+    // NCCL on the communicator's thread): the deadline is kept here, and abort() marks it failed.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new NcclError(
+              `the initialisation did not complete within ${timeoutMs} ms: not every rank joined NCCL (a rank ` +
+                'that failed or hangs, or a firewall between the hosts)',
+              'ncclTimeout',
+              'Communicator.init',
+            ),
+          ),
+        Math.max(1, deadline - Date.now()),
+      );
+    });
+    created.ready.catch(ignore);
+    try {
+      await Promise.race([created.ready, late]);
+    } catch (e) {
+      native.ncclCommClose(created.comm, false).catch(ignore);
       const err = asNcclError(e);
-      if (err instanceof NcclError) {
-        err.message = `rank ${rank} of ${size}${address ? ` (bootstrap at ${address})` : ''}: ${err.message}`;
-      }
+      if (err instanceof NcclError) err.message = `${label}: ${err.message}`;
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
     return new Communicator(created.comm, rank, size, device, timeoutMs, address, source);
   }
 
-  /** @internal The native handle; throws if the communicator was destroyed or is busy. */
+  /**
+   * @internal The native handle; throws if the communicator was destroyed, or is reserved by a
+   * sequence (see {@link Communicator.reserve}) other than `what`.
+   */
   handle(what = 'the communicator'): CommHandle {
-    if (this.#handle === null)
-      throw new NcclError(`${what}: the communicator has been destroyed`, 'ncclCommDestroyed', what);
-    if (this.#busy !== null) {
+    const h = this.live(what);
+    if (this.#busy !== null && this.#busy !== (this.#acting ?? what)) {
       throw new NcclError(
-        `${what}: the communicator is busy with ${this.#busy}; await it first`,
+        `${what}: the communicator is busy with ${this.#busy}; await it first (a communicator runs one ` +
+          'sequence of operations at a time, so that every rank makes its calls in the same order)',
         'ncclInvalidUsage',
         what,
       );
     }
+    return h;
+  }
+
+  /** @internal The native handle, busy or not; throws if the communicator was destroyed. */
+  live(what = 'the communicator'): CommHandle {
+    if (this.#handle === null)
+      throw new NcclError(`${what}: the communicator has been destroyed`, 'ncclCommDestroyed', what);
     return this.#handle;
   }
 
-  /** @internal Marks the communicator busy with a long run (no other calls until it ends). */
-  async exclusive<T>(what: string, run: (handle: CommHandle) => Promise<T>): Promise<T> {
-    const h = this.handle(what);
-    this.#busy = what;
+  /**
+   * @internal Reserves the communicator for the sequence `what` (a training, a distributed run):
+   * while it holds it, calls from outside the sequence throw, so that no rank interleaves them with
+   * the sequence's own collectives in another order than the others. Sequences queue in call order:
+   * the reservation is taken now when the communicator is free (so a call right after this one
+   * already sees it), else when the sequences before it release theirs. Resolves to the release.
+   * Calls of the sequence pass `what` to {@link Communicator.handle}, or run inside
+   * {@link Communicator.as}.
+   */
+  reserve(what: string): Promise<() => void> {
+    this.live(what);
+    const take = (): (() => void) => {
+      this.#busy = what;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        this.#busy = null;
+        // The next sequence takes it at once: no call from outside slips in between.
+        this.#waiting.shift()?.();
+      };
+    };
+    if (this.#busy === null && this.#waiting.length === 0) return Promise.resolve(take());
+    return new Promise((resolve) => this.#waiting.push(() => resolve(take())));
+  }
+
+  /** @internal Runs `call` (synchronously) as a call of the sequence `what`, which holds the reservation. */
+  as<T>(what: string, call: () => T): T {
+    const before = this.#acting;
+    this.#acting = what;
     try {
-      return await run(h);
+      return call();
     } finally {
-      this.#busy = null;
+      this.#acting = before;
+    }
+  }
+
+  /** @internal Runs `run` as the sequence `what` (queued as {@link Communicator.reserve} says). */
+  async exclusive<T>(what: string, run: (handle: CommHandle) => Promise<T>): Promise<T> {
+    const release = await this.reserve(what);
+    try {
+      return await run(this.handle(what));
+    } finally {
+      release();
     }
   }
 
@@ -304,6 +465,10 @@ export class Communicator {
       },
     );
     this.#pending.add(done);
+    // Awaiting is optional: a failure nobody awaited must not end the process as an unhandled
+    // rejection. It is not lost: the communicator has failed, so the next call throws it, and
+    // synchronize() and barrier() reject with it.
+    done.catch(ignore);
     return done;
   }
 
@@ -455,9 +620,11 @@ export class Communicator {
   }
 
   /**
-   * Waits for the queued operations (at most `timeoutMs`), then releases the communicator in step
-   * with the other ranks (ncclCommFinalize, ncclCommDestroy); aborts it instead when that fails.
-   * Idempotent; every later call throws.
+   * Releases the communicator in step with the other ranks, without blocking: its thread waits for
+   * the queued operations, then finalizes and destroys it (ncclCommFinalize, ncclCommDestroy), all
+   * within `timeoutMs`, and aborts it instead when that fails or the time is up. Returns at once;
+   * the process stays alive until that is done (at most `timeoutMs` and a few seconds). Idempotent;
+   * every later call throws.
    */
   destroy(): void {
     if (this.#handle === null) return;
@@ -465,12 +632,13 @@ export class Communicator {
     this.#handle = null;
     this.#scratch?.free();
     this.#scratch = null;
-    native.ncclCommClose(h, true);
+    keepAliveUntil(native.ncclCommClose(h, true), this.timeoutMs + CLOSE_GRACE_MS);
   }
 
   /**
-   * Aborts the communicator now (ncclCommAbort): pending operations reject with `ncclAborted` and
-   * NCCL's kernels return. For giving up on a job whose peers are gone. Idempotent.
+   * Aborts the communicator now: pending operations reject with `ncclAborted`, and its thread calls
+   * ncclCommAbort, which makes NCCL's kernels return. For giving up on a job whose peers are gone.
+   * Returns at once (it never waits behind an operation in progress). Idempotent.
    */
   abort(): void {
     if (this.#handle === null) return;
@@ -478,7 +646,7 @@ export class Communicator {
     this.#handle = null;
     this.#scratch?.free();
     this.#scratch = null;
-    native.ncclCommClose(h, false);
+    keepAliveUntil(native.ncclCommClose(h, false), CLOSE_GRACE_MS);
   }
 
   /** Destroys the communicator at the end of a `using` block. */

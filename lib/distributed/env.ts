@@ -15,8 +15,8 @@ export interface RankEnv {
   /** Processes on this host, when the launcher says. */
   localSize: number | undefined;
   /**
-   * `host:port` where rank 0 serves NCCL's bootstrap (NCCL_COMM_ID), or undefined for a single rank,
-   * which needs none.
+   * `host:port` where rank 0 serves the job's bootstrap store (MASTER_ADDR:MASTER_PORT), or undefined
+   * for a single rank, which needs none.
    */
   address: string | undefined;
   /** Which variables these came from. */
@@ -41,7 +41,7 @@ function intVar(env: EnvVars, name: string, min: number, max = Number.MAX_SAFE_I
   return v;
 }
 
-/** `host:port`, with IPv6 literals bracketed as NCCL_COMM_ID wants them. */
+/** `host:port`, with IPv6 literals bracketed. */
 export function bootstrapAddress(host: string, port: number): string {
   const h = host.trim();
   return h.includes(':') && !h.startsWith('[') ? `[${h}]:${port}` : `${h}:${port}`;
@@ -57,9 +57,11 @@ export function bootstrapAddress(host: string, port: number): string {
  * - MPICH / Hydra: `PMI_RANK`, `PMI_SIZE`, `MPI_LOCALRANKID`, `MPI_LOCALNRANKS`;
  * - none of them: a single rank (rank 0 of 1).
  *
- * Rank 0's address is `NCCL_COMM_ID` when set, else `MASTER_ADDR`:`MASTER_PORT` (port default
- * 29500), else — when every rank is on this host — `127.0.0.1:MASTER_PORT`. Ranks on several hosts
- * with none of these is an error naming what to set. Bad values are RangeErrors naming the variable.
+ * Rank 0's address is `MASTER_ADDR`:`MASTER_PORT` (port default 29500), else — when every rank is
+ * on this host — `127.0.0.1:MASTER_PORT`. Ranks on several hosts without MASTER_ADDR is an error
+ * naming what to set. Bad values are RangeErrors naming the variable. `NCCL_COMM_ID` is not read:
+ * NCCL would bootstrap on that fixed address itself, where two jobs can merge, so
+ * `Communicator.init` refuses to run while it is set.
  */
 export function rankFromEnv(env: EnvVars = process.env): RankEnv {
   let rank: number | undefined;
@@ -116,8 +118,6 @@ export function rankFromEnv(env: EnvVars = process.env): RankEnv {
 }
 
 function addressFromEnv(env: EnvVars, size: number, singleHost: boolean): string | undefined {
-  const commId = env.NCCL_COMM_ID?.trim();
-  if (commId) return commId;
   const host = env.MASTER_ADDR?.trim();
   const port = intVar(env, 'MASTER_PORT', 1, 65535) ?? DEFAULT_MASTER_PORT;
   if (host) return bootstrapAddress(host, port);
@@ -125,7 +125,49 @@ function addressFromEnv(env: EnvVars, size: number, singleHost: boolean): string
   if (singleHost) return bootstrapAddress('127.0.0.1', port);
   throw new RangeError(
     `${size} ranks on several hosts need rank 0's address: set MASTER_ADDR (and MASTER_PORT, default ` +
-      `${DEFAULT_MASTER_PORT}) to rank 0's host, e.g. mpirun -x MASTER_ADDR=node0 -x MASTER_PORT=29500 …, ` +
-      'or NCCL_COMM_ID=<host>:<port>',
+      `${DEFAULT_MASTER_PORT}) to rank 0's host, e.g. mpirun -x MASTER_ADDR=node0 -x MASTER_PORT=29500 …`,
   );
+}
+
+/** A job's token, and the variables it came from. */
+export interface JobId {
+  /** The token every rank of the job presents to rank 0's bootstrap store. */
+  jobId: string;
+  /** Where it came from: `options.jobId`, `CUDA_KERNELS_JOB_ID`, or the launcher's variables. */
+  from: string;
+}
+
+/**
+ * The token that tells this job's ranks from another job's at rank 0's bootstrap store, read from
+ * the environment: `CUDA_KERNELS_JOB_ID` (which `cuda-kernels launch` sets to a random value for each
+ * job) when set, else derived from the ids the launcher gives the job: Open MPI's `PMIX_NAMESPACE`
+ * (Open MPI 5), `OMPI_MCA_ess_base_jobid` or `OMPI_MCA_orte_hnp_uri` (Open MPI 4); Slurm's
+ * `SLURM_JOB_ID` and `SLURM_STEP_ID` (two `srun`s in one allocation differ); torchrun's
+ * `TORCHELASTIC_RUN_ID` (unless `none`). Null when none applies (`Communicator.init` then uses a
+ * fixed default and warns). Only the variables of the convention `rankFromEnv` reads are used.
+ */
+export function jobIdFromEnv(env: EnvVars = process.env): JobId | null {
+  const explicit = env.CUDA_KERNELS_JOB_ID?.trim();
+  if (explicit) return { jobId: explicit, from: 'CUDA_KERNELS_JOB_ID' };
+  const first = (prefix: string, names: string[]): JobId | null => {
+    for (const name of names) {
+      const v = env[name]?.trim();
+      if (v) return { jobId: `${prefix}:${v}`, from: name };
+    }
+    return null;
+  };
+  if (env.RANK !== undefined && env.WORLD_SIZE !== undefined) {
+    const run = env.TORCHELASTIC_RUN_ID?.trim();
+    return run && run !== 'none' ? { jobId: `torchrun:${run}`, from: 'TORCHELASTIC_RUN_ID' } : null;
+  }
+  if (env.OMPI_COMM_WORLD_RANK !== undefined && env.OMPI_COMM_WORLD_SIZE !== undefined) {
+    return first('openmpi', ['PMIX_NAMESPACE', 'OMPI_MCA_ess_base_jobid', 'OMPI_MCA_orte_hnp_uri']);
+  }
+  if (env.SLURM_PROCID !== undefined && env.SLURM_NTASKS !== undefined) {
+    const job = (env.SLURM_JOB_ID ?? env.SLURM_JOBID)?.trim();
+    if (!job) return null;
+    const step = (env.SLURM_STEP_ID ?? env.SLURM_STEPID)?.trim();
+    return { jobId: `slurm:${job}.${step || 'batch'}`, from: step ? 'SLURM_JOB_ID and SLURM_STEP_ID' : 'SLURM_JOB_ID' };
+  }
+  return null;
 }

@@ -6,10 +6,16 @@ import { Communicator } from './communicator';
 
 const ignore = () => {};
 
-/** @internal The communicator of `Mlp.train`, checked: live, and on the network's device. */
+/** The reservation a data-parallel `trainAsync` holds on its communicator from start to end. */
+const TRAINING = 'Mlp.trainAsync';
+
+/**
+ * @internal The communicator of `Mlp.train`, checked: live, and on the network's device. Whether it
+ * is free is checked by its first collective (train) or waited for (trainAsync).
+ */
 export function dataParallelHandle(comm: unknown, device: number): Communicator {
   if (!(comm instanceof Communicator)) throw typeError('options.comm', 'a Communicator', comm);
-  comm.handle('Mlp.train');
+  comm.live('Mlp.train');
   if (comm.device !== device) {
     throw rangeError('options.comm', `on the network's device ${device}`, `a communicator on device ${comm.device}`);
   }
@@ -42,7 +48,11 @@ export function dataParallelStart(
 
 /**
  * @internal {@link dataParallelStart} for `Mlp.trainAsync`: the same check and broadcasts, awaiting
- * the other ranks instead of blocking the JS thread.
+ * the other ranks instead of blocking the JS thread. The training reserves the communicator first
+ * (queued behind another training on it, in call order, which is the same on every rank), so that
+ * its gradient sums never interleave with another sequence's collectives; it holds it until it calls
+ * the release this resolves to (when its last epoch is done, or it fails). A collective issued
+ * meanwhile throws, saying the communicator is busy.
  */
 export async function dataParallelStartAsync(
   comm: Communicator,
@@ -50,14 +60,21 @@ export async function dataParallelStartAsync(
   momentum: DeviceArray<'float32'>,
   patterns: number,
   batch: number,
-): Promise<void> {
-  const batches = Math.ceil(patterns / batch);
-  using mine = upload(Int32Array.of(params.length, batches), { device: comm.device });
-  using all = empty('int32', 2 * comm.size, { device: comm.device });
-  await comm.allGather(mine, { out: all });
-  checkAgreement(comm, await all.toHost(), params.length, batches);
-  comm.broadcast(params, 0).catch(ignore);
-  comm.broadcast(momentum, 0).catch(ignore);
+): Promise<() => void> {
+  const release = await comm.reserve(TRAINING);
+  try {
+    const batches = Math.ceil(patterns / batch);
+    using mine = upload(Int32Array.of(params.length, batches), { device: comm.device });
+    using all = empty('int32', 2 * comm.size, { device: comm.device });
+    await comm.as(TRAINING, () => comm.allGather(mine, { out: all }));
+    checkAgreement(comm, await all.toHost(), params.length, batches);
+    comm.as(TRAINING, () => comm.broadcast(params, 0)).catch(ignore);
+    comm.as(TRAINING, () => comm.broadcast(momentum, 0)).catch(ignore);
+    return release;
+  } catch (e) {
+    release();
+    throw e;
+  }
 }
 
 function checkAgreement(comm: Communicator, got: Int32Array, parameters: number, batches: number): void {

@@ -327,6 +327,7 @@ export class Mlp {
     const { signal, onProgress } = resolveAsync(options, true);
     throwIfAborted(signal, what);
     const { x, t, owned } = this.#inputs(X, T, true);
+    let endSequence: (() => void) | undefined; // with comm: its reservation, held to the end
     try {
       const P = checkPatterns(this.layers, x, t);
       const { epochs, batch, validate } = checkTrainOptions(options, P);
@@ -339,7 +340,7 @@ export class Mlp {
       });
       const momentum = this.#momentum as DeviceArray<'float32'>;
       const error = this.#error as DeviceArray<'float64'>;
-      if (comm) await dataParallelStartAsync(comm, params, momentum, P, batch);
+      if (comm) endSequence = await dataParallelStartAsync(comm, params, momentum, P, batch);
       const release = holdArrays(
         what,
         [],
@@ -387,6 +388,7 @@ export class Mlp {
     } catch (e) {
       throw comm ? asNcclError(e) : e;
     } finally {
+      endSequence?.();
       for (const a of owned) a.free();
     }
   }

@@ -1,11 +1,13 @@
-// N-API glue for NCCL communicators: unwrap, check, call, wrap. Operations return promises that the
-// communicator's watchdog settles (through a thread-safe function) when their events complete or the
-// communicator fails.
+// N-API glue for NCCL communicators: unwrap, check, call, wrap. Operations are launched in the calling
+// thread and return promises that the communicator's thread settles (through a thread-safe function)
+// when their events complete or the communicator fails.
 #include "distributed/binding.h"
 
 #include <napi.h>
 
+#include <chrono>
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -33,20 +35,45 @@ const napi_type_tag kCommTag = {0x6375646b6e63636cULL, 0x2e636f6d6d303031ULL};
 struct JsState;
 void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome);
 using Tsfn = Napi::TypedThreadSafeFunction<JsState, Outcome, deliver>;
+// Posts outcomes from any thread until closed.
+using Notifier = JsRelay<Tsfn, Outcome>;
 
 struct JsState {
   Tsfn tsfn;
+  std::shared_ptr<Notifier> notifier;
   std::unordered_map<uint64_t, Napi::Promise::Deferred> deferred;
   // Pending promises keep the event loop alive; none, and the process may exit with the
   // communicator idle.
   PendingRef<Tsfn> ref;
+  // The close: requested by JS (destroy, abort), and the thread's kClosed outcome. The promise
+  // ncclCommClose returned settles once both happened; then nothing more comes, and the
+  // thread-safe function is released.
+  bool closeRequested = false;
+  bool threadDone = false;
+  std::unique_ptr<Napi::Promise::Deferred> closed;
 
   void updateRef(Napi::Env env) { ref.update(env, tsfn, !deferred.empty()); }
+  void finishClose(Napi::Env env) {
+    if (!closeRequested || !threadDone) return;
+    if (closed) {
+      try {
+        closed->Resolve(env.Undefined());
+      } catch (const Napi::Error&) {
+      }
+      closed.reset();
+    }
+    notifier->close();
+  }
 };
 
 void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome) {
   std::unique_ptr<Outcome> o(outcome);
   if (env == nullptr || state == nullptr) return;  // torn down with outcomes still queued
+  if (o->id == Outcome::kClosed) {
+    state->threadDone = true;
+    state->finishClose(env);
+    return;
+  }
   auto it = state->deferred.find(o->id);
   if (it == state->deferred.end()) return;
   Napi::Promise::Deferred d = it->second;
@@ -62,9 +89,6 @@ void deliver(Napi::Env env, Napi::Function, JsState* state, Outcome* outcome) {
   state->updateRef(env);
 }
 
-// Posts outcomes from any thread until closed.
-using Notifier = JsRelay<Tsfn, Outcome>;
-
 struct JsComm {
   std::shared_ptr<Comm> comm;
   std::shared_ptr<Notifier> notifier;
@@ -74,22 +98,38 @@ struct JsComm {
   bool hooked = false;
 };
 
-// Destroys (gracefully) or aborts the communicator and lets the remaining outcomes be delivered.
-void closeComm(JsComm& j, bool graceful) {
-  if (j.closed) return;
+// Asks the communicator's thread to destroy (gracefully) or abort the communicator, and returns the
+// promise of its end. Never waits: the thread does the waiting.
+Napi::Value closeComm(Napi::Env env, JsComm& j, bool graceful) {
+  auto d = Napi::Promise::Deferred::New(env);
+  if (j.closed) {
+    d.Resolve(env.Undefined());
+    return d.Promise();
+  }
   j.closed = true;
   if (graceful)
     j.comm->destroy();
   else
     j.comm->abort();
-  j.state->ref.open = false;
-  j.notifier->close();
+  j.state->closeRequested = true;
+  j.state->closed = std::make_unique<Napi::Promise::Deferred>(d);
+  j.state->finishClose(env);
+  return d.Promise();
 }
 
+// The environment is going away (process exit, a worker's end): abort, give the thread a moment to
+// finish its NCCL teardown, and stop every delivery.
 void cleanupHook(void* arg) {
   auto* j = static_cast<JsComm*>(arg);
   j->hooked = false;
-  closeComm(*j, false);
+  j->closed = true;
+  j->comm->shutdown(std::chrono::milliseconds(2000));
+  {
+    // Once released, the thread-safe function may have deleted the state already.
+    std::lock_guard<std::mutex> lock(j->notifier->mutex);
+    if (j->notifier->open) j->state->ref.open = false;
+  }
+  j->notifier->close();
 }
 
 JsComm& unwrapJs(Napi::Value value, const char* name) {
@@ -122,32 +162,49 @@ Napi::Value ncclInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// ncclCommInit(size, rank, device, timeoutMs) -> { comm, ready: Promise<void> }. The unique id comes
-// from ncclGetUniqueId, which derives it from NCCL_COMM_ID when that is set (the caller sets it).
-Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
+// ncclUniqueId() -> Buffer (128 bytes): what rank 0's bootstrap store hands to the other ranks.
+Napi::Value ncclUniqueId(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const int size = intArg(info, 0, "size");
-  const int rank = intArg(info, 1, "rank");
-  const int device = intArg(info, 2, "device");
-  const int64_t timeoutMs = countArg(info, 3, "timeoutMs");
-  if (size < 1) throw Napi::RangeError::New(env, "size must be at least 1");
-  if (rank < 0 || rank >= size) throw Napi::RangeError::New(env, "rank must be in [0, size)");
-  if (timeoutMs < 1) throw Napi::RangeError::New(env, "timeoutMs must be at least 1");
   return guard(env, [&]() -> Napi::Value {
     const nccl::Api& a = nccl::api();
-    useDevice(device);
+    nccl::prepareEnvironment();
     nccl::UniqueId id{};
     const nccl::Result r = a.getUniqueId(&id);
     if (r != nccl::kSuccess)
       throw CudaFailure(nccl::resultName(r), "ncclGetUniqueId",
-                        std::string("NCCL could not make the bootstrap id: ") + a.getErrorString(r) +
-                            " (NCCL_COMM_ID must be <host>:<port> or [<ipv6>]:<port>)");
+                        std::string("NCCL could not make the bootstrap id: ") + a.getErrorString(r));
+    return Napi::Buffer<char>::Copy(env, id.internal, nccl::kUniqueIdBytes);
+  });
+}
+
+// ncclCommInit(id, size, rank, device, timeoutMs) -> { comm, ready: Promise<void>, runtimeConnect }.
+// `id` is the 128 bytes rank 0's ncclUniqueId() made. The communicator's thread initialises and
+// connects it; `ready` settles when it has (or failed). `runtimeConnect`: the user set
+// NCCL_RUNTIME_CONNECT, so collectives may still connect (and wait) in the calling thread.
+Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsBuffer() || info[0].As<Napi::Buffer<char>>().Length() != nccl::kUniqueIdBytes)
+    throw Napi::TypeError::New(env,
+                               "id must be a Buffer of " + std::to_string(nccl::kUniqueIdBytes) + " bytes");
+  const int size = intArg(info, 1, "size");
+  const int rank = intArg(info, 2, "rank");
+  const int device = intArg(info, 3, "device");
+  const int64_t timeoutMs = countArg(info, 4, "timeoutMs");
+  if (size < 1) throw Napi::RangeError::New(env, "size must be at least 1");
+  if (rank < 0 || rank >= size) throw Napi::RangeError::New(env, "rank must be in [0, size)");
+  if (timeoutMs < 1) throw Napi::RangeError::New(env, "timeoutMs must be at least 1");
+  nccl::UniqueId id{};
+  std::memcpy(id.internal, info[0].As<Napi::Buffer<char>>().Data(), nccl::kUniqueIdBytes);
+  return guard(env, [&]() -> Napi::Value {
+    nccl::api();
+    const bool runtimeConnect = nccl::prepareEnvironment();
     auto* state = new JsState();
     state->tsfn =
         Tsfn::New(env, "cuda-kernels.nccl", 0, 1, state, [](Napi::Env, void*, JsState* s) { delete s; });
     state->tsfn.Unref(env);
     auto notifier = std::make_shared<Notifier>();
     notifier->tsfn = state->tsfn;
+    state->notifier = notifier;
     std::shared_ptr<Comm> comm;
     try {
       comm = Comm::create(id, size, rank, device, timeoutMs,
@@ -159,7 +216,12 @@ Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
     auto* j = new JsComm{comm, notifier, state, env, false, false};
     auto handle = Napi::External<JsComm>::New(env, j, [](Napi::Env e, JsComm* p) {
       if (p->hooked) napi_remove_env_cleanup_hook(e, cleanupHook, p);
-      closeComm(*p, false);  // the safety net for a communicator never destroyed
+      // The safety net for a communicator never destroyed: abort, and let the thread finish alone.
+      if (!p->closed) {
+        p->closed = true;
+        p->comm->abort();
+        p->notifier->close();
+      }
       delete p;
     });
     handle.TypeTag(&kCommTag);
@@ -170,6 +232,7 @@ Napi::Value ncclCommInit(const Napi::CallbackInfo& info) {
     auto out = Napi::Object::New(env);
     out.Set("comm", handle);
     out.Set("ready", ready.Promise());
+    out.Set("runtimeConnect", runtimeConnect);
     return out;
   });
 }
@@ -298,13 +361,14 @@ Napi::Value ncclCommState(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// ncclCommDestroy(comm, graceful): destroy (wait, finalize) or abort. Idempotent.
+// ncclCommClose(comm, graceful) -> Promise<void>: destroy (the thread waits for the pending
+// operations, then finalizes) or abort; returns at once, and the promise settles when the
+// communicator's thread has finished. Idempotent.
 Napi::Value ncclCommClose(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   JsComm& j = unwrapJs(info[0], "comm");
   const bool graceful = info.Length() > 1 && info[1].ToBoolean().Value();
-  guard(env, [&] { closeComm(j, graceful); });
-  return env.Undefined();
+  return closeComm(env, j, graceful);
 }
 
 // The distributed APSP on a libuv worker thread, which holds the communicator meanwhile, and its
@@ -558,6 +622,7 @@ void allReduceSum(Comm& comm, void* data, size_t count, Dtype dtype, cudaStream_
 
 void registerDist(Napi::Env env, Napi::Object exports) {
   exports.Set("ncclInfo", Napi::Function::New(env, dist::ncclInfo, "ncclInfo"));
+  exports.Set("ncclUniqueId", Napi::Function::New(env, dist::ncclUniqueId, "ncclUniqueId"));
   exports.Set("ncclCommInit", Napi::Function::New(env, dist::ncclCommInit, "ncclCommInit"));
   exports.Set("ncclCollective", Napi::Function::New(env, dist::ncclCollective, "ncclCollective"));
   exports.Set("ncclCommWait", Napi::Function::New(env, dist::ncclCommWait, "ncclCommWait"));

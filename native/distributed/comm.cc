@@ -1,13 +1,15 @@
 #include "distributed/comm.h"
 
 #include <algorithm>
-#include <cstdlib>
+#include <system_error>
 
 #if defined(__linux__)
+#include <pthread.h>
 #include <sys/prctl.h>
 #endif
 
 #include "core/device.h"
+#include "core/device_restore.h"
 #include "core/errors.h"
 
 namespace ck {
@@ -27,33 +29,29 @@ microseconds nextPoll(microseconds p) {
   return std::min(p * 2, kLastPoll);
 }
 
-// A call on a non-blocking communicator returns ncclInProgress while a thread NCCL starts for it
-// launches the kernels, which takes tens of µs. Sleeping there cost every collective ~0.1 ms (a
-// sleep_for(10 µs) lasts 60 µs or more with Linux's default 50 µs timer slack), so the caller spins,
-// yielding its core, for up to 2 ms before it backs off to sleeps. CUDA_KERNELS_NCCL_SPIN_US sets
-// that time (0: sleep at once, as before), for comparisons and for hosts short of cores.
-microseconds spinTime() {
-  static const microseconds spin = [] {
-    const char* v = std::getenv("CUDA_KERNELS_NCCL_SPIN_US");
-    if (v == nullptr || *v == '\0') return microseconds{2000};
-    char* end = nullptr;
-    const long long us = std::strtoll(v, &end, 10);
-    return *end == '\0' && us >= 0 ? microseconds{std::min<long long>(us, 1000000)} : microseconds{2000};
-  }();
-  return spin;
-}
+// How long a caller spins for ncclMutex_ before it blocks on it. The holders are the watchdog's
+// ncclCommGetAsyncError (a µs), another thread's launch (µs), or an abort or finalize, which only
+// begin once the communicator has failed or closed, and the spin notices that first.
+constexpr microseconds kLockSpin{1000};
 
-// The watchdog's short sleeps are meant to be short: 1 µs of timer slack for its thread instead of
-// the default 50 µs, so that it notices a finished collective within ~10 µs.
+// The thread's short sleeps are meant to be short: 1 µs of timer slack instead of the default
+// 50 µs, so that it notices a finished collective within ~10 µs.
 void tightTimerSlack() {
 #if defined(__linux__)
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  pthread_setname_np(pthread_self(), "ck-nccl-comm");
 #endif
 }
 
-std::string withDetail(const std::string& message, const char* detail) {
-  if (detail == nullptr || detail[0] == '\0') return message;
+std::string withDetail(const std::string& message, const std::string& detail) {
+  if (detail.empty()) return message;
   return message + " (NCCL: " + detail + ")";
+}
+
+// NCCL's last error text is per thread: read it in the thread whose call failed.
+std::string lastError(nccl::Comm raw) {
+  const char* e = nccl::api().getLastError(raw);
+  return e ? std::string(e) : std::string();
 }
 
 }  // namespace
@@ -63,58 +61,242 @@ Comm::Comm(int size, int rank, int device, int64_t timeoutMs, Settle settle)
 
 std::shared_ptr<Comm> Comm::create(const nccl::UniqueId& id, int size, int rank, int device,
                                    int64_t timeoutMs, Settle settle) {
-  const nccl::Api& a = nccl::api();
-  useDevice(device);  // NCCL binds the communicator to the current device
+  nccl::api();        // throws "ncclLibraryNotFound" before a thread starts
+  useDevice(device);  // throws when the device cannot be used
   std::shared_ptr<Comm> c(new Comm(size, rank, device, timeoutMs, std::move(settle)));
-  nccl::Config config;
-  config.blocking = 0;
-  nccl::Comm raw = nullptr;
-  const nccl::Result r = a.commInitRankConfig(&raw, size, id, rank, &config);
-  if (r != nccl::kSuccess && r != nccl::kInProgress) {
-    const std::string message =
-        withDetail("NCCL could not start rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                       " on device " + std::to_string(device) + ": " + a.getErrorString(r),
-                   a.getLastError(raw));
-    if (raw) a.commAbort(raw);
-    throw CudaFailure(nccl::resultName(r), "ncclCommInitRankConfig", message);
-  }
-  c->comm_ = raw;
-  c->initDeadline_ = Clock::now() + c->timeout();
   Op init;
   init.id = 0;
   init.what = "initialisation";
   init.notify = true;
   c->ops_.push_back(std::move(init));
-  c->watchdog_ = std::thread([p = c.get()] { p->watch(); });
+  try {
+    // The thread holds the Comm until it ends; it is never joined, because it may be inside an NCCL
+    // call that nothing can interrupt (an initialisation whose peer hangs).
+    std::thread([c, id] { c->run(id); }).detach();
+  } catch (const std::system_error& e) {
+    throw CudaFailure("ncclSystemError", "std::thread",
+                      std::string("could not start the communicator's thread: ") + e.what());
+  }
   return c;
 }
 
 Comm::~Comm() {
-  fail("ncclCommDestroyed", "the communicator was released without destroy()");
-  stopWatchdog();
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+void Comm::run(const nccl::UniqueId& id) {
+  cudaSetDevice(device_);  // NCCL binds the communicator to the current device
+  tightTimerSlack();
+  try {
+    if (initialise(id)) watch();
+  } catch (const std::exception& e) {
+    // Nothing may escape a thread (that would end the process): the communicator fails instead.
+    fail("ncclInternalError", std::string("the communicator's thread failed: ") + e.what());
+  }
+  abortNccl();  // after a failure; nothing left after a clean destroy
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    threadDone_ = true;
+  }
+  finished_.notify_all();
+  if (settle_) settle_(Outcome{Outcome::kClosed, true, "", ""});
+}
+
+// A communicator that reports ncclInProgress is non-blocking after all (NCCL_COMM_BLOCKING=0 in the
+// environment overrides the config; the binding refuses that, this is the safety net): poll until
+// the call has finished, the communicator failed or `deadline` passed (then ncclInProgress).
+static nccl::Result waitInProgress(nccl::Comm raw, Clock::time_point deadline,
+                                   const std::function<bool()>& failed) {
+  const nccl::Api& a = nccl::api();
+  for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
+    nccl::Result state = nccl::kSuccess;
+    const nccl::Result q = a.commGetAsyncError(raw, &state);
+    const nccl::Result r = q != nccl::kSuccess ? q : state;
+    if (r != nccl::kInProgress || failed() || Clock::now() > deadline) return r;
+    std::this_thread::sleep_for(p);
+  }
+}
+
+bool Comm::failedNow() {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return failed_;
+}
+
+bool Comm::initialise(const nccl::UniqueId& id) {
+  const nccl::Api& a = nccl::api();
+  const std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " on device " +
+                          std::to_string(device_);
+  nccl::Config config;
+  config.blocking = 1;
+  nccl::Comm raw = nullptr;
+  nccl::Result r = a.commInitRankConfig(&raw, size_, id, rank_, &config);
+  if (r == nccl::kInProgress && raw)
+    r = waitInProgress(raw, Clock::now() + timeout(), [this] { return failedNow(); });
+  if (r != nccl::kSuccess) {
+    const std::string detail = lastError(raw);
+    if (raw) a.commAbort(raw);
+    fail(nccl::resultName(r),
+         withDetail("NCCL could not initialise " + who + ": " + a.getErrorString(r), detail));
+    return false;
+  }
+  if (!connectPeers(raw)) return false;  // it failed the communicator and aborted raw
+  Op init;
+  {
+    std::lock_guard<std::mutex> nl(ncclMutex_);
+    std::unique_lock<std::mutex> sl(stateMutex_);
+    if (failed_) {
+      // Failed meanwhile (Communicator.init's timeout, abort()): op 0 has been told.
+      sl.unlock();
+      a.commAbort(raw);
+      return false;
+    }
+    comm_ = raw;
+    initDone_ = true;
+    auto it = std::find_if(ops_.begin(), ops_.end(), [](const Op& o) { return o.id == 0; });
+    if (it != ops_.end()) {
+      init = std::move(*it);
+      ops_.erase(it);
+    }
+  }
+  settle(init, true, "", "");
+  return true;
+}
+
+// One int32 to and from every peer in one group: NCCL connects point-to-point to each of them now,
+// so that no later send/recv has to wait in the caller's thread for a peer to connect.
+bool Comm::connectPeers(nccl::Comm raw) {
+  if (size_ < 2 || size_ > kWarmPeers) return true;
+  const nccl::Api& a = nccl::api();
+  cudaStream_t s = nullptr;
+  cudaEvent_t done = nullptr;
+  int32_t* buf = nullptr;
+  std::string code, message;
+  auto cuda = [&](cudaError_t e, const char* call) {
+    if (e != cudaSuccess && code.empty()) {
+      code = cudaGetErrorName(e);
+      message = std::string("connecting to the peers: ") + call + ": " + cudaGetErrorString(e);
+    }
+    return e == cudaSuccess;
+  };
+  const size_t bytes = 2 * static_cast<size_t>(size_) * sizeof(int32_t);
+  if (cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate") &&
+      cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate") &&
+      cuda(cudaMallocAsync(reinterpret_cast<void**>(&buf), bytes, s), "cudaMallocAsync") &&
+      cuda(cudaMemsetAsync(buf, 0, bytes, s), "cudaMemsetAsync")) {
+    nccl::Result r = a.groupStart();
+    for (int p = 0; p < size_ && r == nccl::kSuccess; ++p) {
+      if (p == rank_) continue;
+      r = a.send(buf + p, 1, nccl::kInt32, p, raw, s);
+      if (r == nccl::kSuccess) r = a.recv(buf + size_ + p, 1, nccl::kInt32, p, raw, s);
+    }
+    const nccl::Result g = a.groupEnd();  // always closed, also after a failure inside
+    if (r == nccl::kSuccess) r = g;
+    if (r == nccl::kInProgress)
+      r = waitInProgress(raw, Clock::now() + timeout(), [this] { return failedNow(); });
+    if (r != nccl::kSuccess) {
+      code = nccl::resultName(r);
+      message =
+          withDetail(std::string("connecting to the peers failed: ") + a.getErrorString(r), lastError(raw));
+    } else if (cuda(cudaEventRecord(done, s), "cudaEventRecord")) {
+      // The exchange itself, on the GPU: poll, so that a failure (the timeout of Communicator.init,
+      // abort()) or a peer that never sends ends the wait.
+      const auto deadline = Clock::now() + timeout();
+      for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
+        const cudaError_t q = cudaEventQuery(done);
+        if (q == cudaSuccess) break;
+        if (q != cudaErrorNotReady) {
+          cuda(q, "the exchange with the peers");
+          break;
+        }
+        nccl::Result async = nccl::kSuccess;
+        if (a.commGetAsyncError(raw, &async) == nccl::kSuccess && async != nccl::kSuccess &&
+            async != nccl::kInProgress) {
+          code = nccl::resultName(async);
+          message = std::string("connecting to the peers failed: ") + a.getErrorString(async);
+          break;
+        }
+        if (failedNow()) {
+          code = "ncclAborted";
+          break;
+        }
+        if (Clock::now() > deadline) {
+          code = "ncclTimeout";
+          message = "connecting to the peers did not complete within " + std::to_string(timeoutMs_) + " ms";
+          break;
+        }
+        std::this_thread::sleep_for(p);
+      }
+      cudaGetLastError();  // cudaErrorNotReady must not linger in this thread's error slot
+    }
+  }
+  const bool ok = code.empty();
+  // Aborting makes NCCL's kernels return, so the stream can drain before its buffer goes.
+  if (!ok) a.commAbort(raw);
+  if (buf) cudaFreeAsync(buf, s);
+  if (s) {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  if (done) cudaEventDestroy(done);
+  cudaGetLastError();
+  if (!ok && code != "ncclAborted") fail(code, message);
+  return ok;
 }
 
 void Comm::settle(const Op& op, bool ok, const std::string& code, const std::string& message) {
-  if (op.start) cudaEventDestroy(op.start);
-  if (op.end) cudaEventDestroy(op.end);
+  if (ok) {
+    // Completed: both events can be recorded again.
+    giveEvent(op.start);
+    giveEvent(op.end);
+  } else {
+    // Possibly still pending on the stream: destroying them is fine, reusing them is not.
+    if (op.start) cudaEventDestroy(op.start);
+    if (op.end) cudaEventDestroy(op.end);
+  }
   if (op.notify && settle_) settle_(Outcome{op.id, ok, code, message});
 }
 
+cudaEvent_t Comm::takeEvent() {
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    if (!events_.empty()) {
+      cudaEvent_t e = events_.back();
+      events_.pop_back();
+      return e;
+    }
+  }
+  // Events belong to the device that is current when they are made.
+  int current = -1;
+  cudaGetDevice(&current);
+  DeviceRestore restore;
+  if (current != device_) CK_CUDA(cudaSetDevice(device_));
+  cudaEvent_t e = nullptr;
+  CK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void Comm::giveEvent(cudaEvent_t e) {
+  if (e == nullptr) return;
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  events_.push_back(e);
+}
+
 void Comm::watch() {
-  cudaSetDevice(device_);  // for the event queries; they work from any device, this only avoids a switch
-  tightTimerSlack();
   const nccl::Api& a = nccl::api();
   microseconds poll = kFirstPoll;
   for (;;) {
+    bool closing = false;
     {
       std::unique_lock<std::mutex> lock(stateMutex_);
-      if (ops_.empty()) {
-        wake_.wait(lock, [&] { return stop_ || !ops_.empty(); });
+      if (!failed_ && !closing_ && ops_.empty()) {
+        wake_.wait(lock, [&] { return failed_ || closing_ || !ops_.empty(); });
         poll = kFirstPoll;
       }
-      if (stop_) return;
+      if (failed_) return;
+      closing = closing_;
     }
-    // The async error first: a peer's death shows there before any event could complete.
+    // The async error first: a peer's death shows there before any event could complete. Skipped
+    // while another thread is inside a call (it will be polled again in a moment).
     nccl::Result async = nccl::kSuccess;
     bool polled = false;
     if (ncclMutex_.try_lock()) {
@@ -125,117 +307,113 @@ void Comm::watch() {
       }
       ncclMutex_.unlock();
     }
+    if (polled && async != nccl::kSuccess && async != nccl::kInProgress) {
+      fail(nccl::resultName(async),
+           std::string("NCCL reported an error while operations were running (a peer process died or its "
+                       "connection broke): ") +
+               a.getErrorString(async));
+      return;
+    }
     const auto now = Clock::now();
     std::vector<Op> done;
     std::string failCode, failMessage;
+    bool drained = false;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      if (failed_ || stop_) continue;
-      if (!initDone_) {
-        if (polled && async == nccl::kSuccess) {
-          initDone_ = true;
-          auto it = std::find_if(ops_.begin(), ops_.end(), [](const Op& o) { return o.id == 0; });
-          if (it != ops_.end()) {
-            done.push_back(std::move(*it));
-            ops_.erase(it);
+      if (failed_) return;
+      for (auto it = ops_.begin(); it != ops_.end();) {
+        const cudaError_t q = cudaEventQuery(it->end);
+        if (q == cudaSuccess) {
+          done.push_back(std::move(*it));
+          it = ops_.erase(it);
+          --counted_;
+          continue;
+        }
+        if (q != cudaErrorNotReady) {
+          failCode = cudaGetErrorName(q);
+          failMessage = it->what + ": " + cudaGetErrorString(q);
+          break;
+        }
+        // The clock of an operation starts when the GPU reaches it, so that work queued before it
+        // on the stream never counts against the timeout.
+        if (!it->started) {
+          if (cudaEventQuery(it->start) == cudaSuccess) {
+            it->started = true;
+            it->startedAt = now;
           }
-        } else if (polled && async != nccl::kInProgress) {
-          failCode = nccl::resultName(async);
-          failMessage = std::string("the initialisation failed: ") + a.getErrorString(async);
-        } else if (now > initDeadline_) {
+        } else if (now - it->startedAt > timeout()) {
           failCode = "ncclTimeout";
-          failMessage = "the initialisation did not complete within " + std::to_string(timeoutMs_) +
-                        " ms: not every rank joined (a rank that never started or failed early, a wrong "
-                        "address or port, a firewall, or ranks that disagree on the size)";
+          failMessage = it->what + " did not complete within " + std::to_string(timeoutMs_) +
+                        " ms of starting on the GPU: a peer process is dead or hung, or did not make the "
+                        "matching call (collectives, counts, dtypes and roots must agree on every rank)";
+          break;
         }
-      } else if (polled && async != nccl::kSuccess && async != nccl::kInProgress) {
-        failCode = nccl::resultName(async);
-        failMessage = std::string(
-                          "NCCL reported an error while operations were running (a peer process died "
-                          "or its connection broke): ") +
-                      a.getErrorString(async);
+        ++it;
       }
-      if (failCode.empty()) {
-        for (auto it = ops_.begin(); it != ops_.end();) {
-          if (it->id == 0) {
-            ++it;
-            continue;
-          }
-          const cudaError_t q = cudaEventQuery(it->end);
-          if (q == cudaSuccess) {
-            done.push_back(std::move(*it));
-            it = ops_.erase(it);
-            continue;
-          }
-          if (q != cudaErrorNotReady) {
-            failCode = cudaGetErrorName(q);
-            failMessage = it->what + ": " + cudaGetErrorString(q);
-            break;
-          }
-          // The clock of an operation starts when the GPU reaches it, so that work queued before it
-          // on the stream never counts against the timeout.
-          if (!it->started) {
-            if (cudaEventQuery(it->start) == cudaSuccess) {
-              it->started = true;
-              it->startedAt = now;
-            }
-          } else if (now - it->startedAt > timeout()) {
-            failCode = "ncclTimeout";
-            failMessage = it->what + " did not complete within " + std::to_string(timeoutMs_) +
-                          " ms of starting on the GPU: a peer process is dead or hung, or did not make the "
-                          "matching call (collectives, counts, dtypes and roots must agree on every rank)";
-            break;
-          }
-          ++it;
-        }
-        cudaGetLastError();  // cudaErrorNotReady must not linger in this thread's error slot
-      }
+      cudaGetLastError();  // cudaErrorNotReady must not linger in this thread's error slot
+      drained = ops_.empty();
     }
     for (const Op& op : done) settle(op, true, "", "");
     if (!failCode.empty()) {
       fail(failCode, failMessage);
-      continue;
+      return;
+    }
+    if (closing) {
+      if (drained) {
+        const bool clean = finalizeNccl();
+        fail("ncclCommDestroyed",
+             clean ? "the communicator was destroyed"
+                   : "the communicator was destroyed (finalizing failed, so it was aborted)");
+        return;
+      }
+      if (Clock::now() > closeDeadline_) {
+        fail("ncclTimeout", "destroy(): the pending operations did not complete within " +
+                                std::to_string(timeoutMs_) +
+                                " ms, so the communicator was aborted instead of finalized");
+        return;
+      }
     }
     poll = done.empty() ? nextPoll(poll) : kFirstPoll;
     std::unique_lock<std::mutex> lock(stateMutex_);
-    wake_.wait_for(lock, poll, [&] { return stop_; });
+    wake_.wait_for(lock, poll, [&] { return failed_; });
   }
 }
 
-void Comm::stopWatchdog() {
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (watchdog_.joinable() && watchdog_.get_id() != std::this_thread::get_id()) watchdog_.join();
+void Comm::abortNccl() {
+  std::lock_guard<std::mutex> lock(ncclMutex_);
+  if (comm_) nccl::api().commAbort(comm_);
+  comm_ = nullptr;
+}
+
+bool Comm::finalizeNccl() {
+  const nccl::Api& a = nccl::api();
+  std::lock_guard<std::mutex> lock(ncclMutex_);
+  if (comm_ == nullptr) return false;
+  // Finalize flushes NCCL's own streams (ours are drained) and stops its proxy; then destroy.
+  nccl::Result r = a.commFinalize(comm_);
+  if (r == nccl::kInProgress) r = waitInProgress(comm_, closeDeadline_, [] { return false; });
+  if (r == nccl::kSuccess) r = a.commDestroy(comm_);
+  // ncclInProgress from destroy: the release goes on inside NCCL; the handle is gone either way.
+  const bool clean = r == nccl::kSuccess || r == nccl::kInProgress;
+  if (!clean) a.commAbort(comm_);
+  comm_ = nullptr;
+  return clean;
 }
 
 void Comm::fail(const std::string& code, const std::string& message) {
-  const char* detail = nullptr;
-  std::string detailCopy;
-  {
-    std::lock_guard<std::mutex> lock(ncclMutex_);
-    if (comm_) {
-      const nccl::Api& a = nccl::api();
-      detail = a.getLastError(comm_);
-      if (detail) detailCopy = detail;
-      a.commAbort(comm_);
-      comm_ = nullptr;
-    }
-  }
-  std::vector<Op> pending;
+  std::deque<Op> pending;
   std::string reason;
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     if (failed_) return;
     failed_ = true;
     failCode_ = code;
-    failMessage_ = withDetail(message, detailCopy.c_str());
+    failMessage_ = message;
     if (code != "ncclCommDestroyed")
       failMessage_ += "; the communicator was aborted: create a new one to go on";
     reason = failMessage_;
     pending.swap(ops_);
+    counted_ = 0;
   }
   wake_.notify_all();
   for (const Op& op : pending) settle(op, false, code, reason);
@@ -248,12 +426,12 @@ void Comm::throwIfFailed() {
 
 bool Comm::ready() {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return initDone_ && !failed_;
+  return initDone_ && !failed_ && !closing_;
 }
 
 size_t Comm::pending() {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return static_cast<size_t>(std::count_if(ops_.begin(), ops_.end(), [](const Op& o) { return o.id != 0; }));
+  return counted_;
 }
 
 bool Comm::reserve() {
@@ -277,96 +455,96 @@ void Comm::release() {
 
 uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
                        const std::function<nccl::Result(nccl::Comm)>& call) {
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    if (failed_) throw CudaFailure(failCode_, what, failMessage_);
-    if (!initDone_)
-      throw CudaFailure("ncclInvalidUsage", what,
-                        "the communicator is not initialised yet: await Communicator.init()");
-    if (reserved_ && owner_ != std::this_thread::get_id()) {
-      throw CudaFailure("ncclInvalidUsage", what,
-                        "the communicator is busy with a distributed run (apspDistributed); await it first");
+  // Bounded look-ahead: a thread that queued far ahead of a hung GPU would block inside a launch
+  // while holding ncclMutex_, where the watchdog could no longer abort.
+  for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      if (failed_) throw CudaFailure(failCode_, what, failMessage_);
+      if (closing_) throw CudaFailure("ncclCommDestroyed", what, "the communicator has been destroyed");
+      if (!initDone_)
+        throw CudaFailure("ncclInvalidUsage", what,
+                          "the communicator is not initialised yet: await Communicator.init()");
+      if (reserved_ && owner_ != std::this_thread::get_id()) {
+        throw CudaFailure(
+            "ncclInvalidUsage", what,
+            "the communicator is busy with a distributed run (apspDistributed); await it first");
+      }
+      if (counted_ < maxInFlight) break;
     }
-  }
-  // Bounded look-ahead: a thread that queued far ahead of a hung GPU would block inside a launch.
-  for (microseconds p = kFirstPoll; pending() >= maxInFlight; p = nextPoll(p)) {
-    throwIfFailed();
     std::this_thread::sleep_for(p);
   }
   const nccl::Api& a = nccl::api();
   Op op;
   op.what = what;
   op.notify = notify;
+  // Events go back to the pool unless the operation was tracked.
   struct Events {
-    cudaEvent_t* start;
-    cudaEvent_t* end;
+    Comm* self;
+    Op* op;
     bool keep = false;
     ~Events() {
       if (keep) return;
-      if (*start) cudaEventDestroy(*start);
-      if (*end) cudaEventDestroy(*end);
+      self->giveEvent(op->start);
+      self->giveEvent(op->end);
     }
-  } events{&op.start, &op.end};
-  CK_CUDA(cudaEventCreateWithFlags(&op.start, cudaEventDisableTiming));
-  CK_CUDA(cudaEventCreateWithFlags(&op.end, cudaEventDisableTiming));
-  CK_CUDA(cudaEventRecord(op.start, stream));
-  nccl::Result r = nccl::kSuccess;
-  bool timedOut = false;
-  std::string detail;
-  {
-    std::lock_guard<std::mutex> lock(ncclMutex_);
-    if (comm_ == nullptr) {
-      r = nccl::kInvalidUsage;
-    } else {
-      r = call(comm_);
-      // Non-blocking: the call may still be connecting to its peers; it is queued once the state
-      // leaves ncclInProgress.
-      const auto begun = Clock::now(), deadline = begun + timeout();
-      const microseconds spin = spinTime();
-      for (microseconds p = kFirstPoll; r == nccl::kInProgress;) {
-        nccl::Result state = nccl::kSuccess;
-        const nccl::Result q = a.commGetAsyncError(comm_, &state);
-        r = q != nccl::kSuccess ? q : state;
-        if (r != nccl::kInProgress) break;
-        const auto now = Clock::now();
-        if (now > deadline) {
-          timedOut = true;
-          break;
-        }
-        if (now - begun < spin) {
-          std::this_thread::yield();
-        } else {
-          std::this_thread::sleep_for(p);
-          p = nextPoll(p);
-        }
+  } events{this, &op};
+  op.start = takeEvent();
+  op.end = takeEvent();
+
+  std::unique_lock<std::mutex> nl(ncclMutex_, std::defer_lock);
+  if (!nl.try_lock()) {
+    const auto until = Clock::now() + kLockSpin;
+    while (!nl.try_lock()) {
+      throwIfFailed();
+      if (Clock::now() > until) {
+        nl.lock();
+        break;
       }
-      if (r != nccl::kSuccess && !timedOut) {
-        const char* e = a.getLastError(comm_);
-        if (e) detail = e;
-      }
+      std::this_thread::yield();
     }
   }
-  if (timedOut) {
-    fail("ncclTimeout", std::string(what) + " could not be queued within " + std::to_string(timeoutMs_) +
-                            " ms (NCCL was still connecting to its peers)");
+  if (comm_ == nullptr) {
+    nl.unlock();
     throwIfFailed();
+    throw CudaFailure("ncclInvalidUsage", what, "the communicator is not initialised");
   }
+  CK_CUDA(cudaEventRecord(op.start, stream));
+  nccl::Result r = call(comm_);
+  if (r == nccl::kInProgress)
+    r = waitInProgress(comm_, Clock::now() + timeout(), [this] { return failedNow(); });
+  std::string detail;
+  cudaError_t recorded = cudaSuccess;
+  if (r == nccl::kSuccess)
+    recorded = cudaEventRecord(op.end, stream);
+  else
+    detail = lastError(comm_);
+  nl.unlock();
   if (r != nccl::kSuccess) {
     throwIfFailed();  // failed meanwhile: that reason
     fail(nccl::resultName(r),
-         withDetail(std::string(what) + " was refused by NCCL: " + a.getErrorString(r), detail.c_str()));
+         withDetail(std::string(what) + " was refused by NCCL: " + a.getErrorString(r), detail));
     throwIfFailed();
   }
-  CK_CUDA(cudaEventRecord(op.end, stream));
+  if (recorded != cudaSuccess) {
+    // Queued in NCCL but not tracked: nothing could tell when it ends, so the communicator stops here.
+    fail(cudaGetErrorName(recorded),
+         std::string(what) + ": cudaEventRecord: " + cudaGetErrorString(recorded));
+    throwIfFailed();
+  }
   uint64_t id = 0;
+  bool idle = false;
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     if (failed_) throw CudaFailure(failCode_, what, failMessage_);
     id = op.id = nextId_++;
+    idle = ops_.empty();
     events.keep = true;
     ops_.push_back(std::move(op));
+    ++counted_;
   }
-  wake_.notify_all();
+  // The watchdog sleeps on wake_ only while nothing is pending; otherwise it is polling already.
+  if (idle) wake_.notify_all();
   return id;
 }
 
@@ -390,38 +568,23 @@ void Comm::waitAll() {
 }
 
 void Comm::destroy() {
-  try {
-    waitAll();
-  } catch (const CudaFailure&) {
-    // Already failed (and aborted): nothing left to flush.
-  }
-  stopWatchdog();
   {
-    std::lock_guard<std::mutex> lock(ncclMutex_);
-    if (comm_) {
-      const nccl::Api& a = nccl::api();
-      // Finalize flushes what is queued and quiesces with the peers; it may take the timeout when
-      // a peer is gone, and the communicator is aborted instead.
-      nccl::Result r = a.commFinalize(comm_);
-      const auto deadline = Clock::now() + timeout();
-      for (microseconds p = kFirstPoll; r == nccl::kInProgress && Clock::now() < deadline; p = nextPoll(p)) {
-        std::this_thread::sleep_for(p);
-        nccl::Result state = nccl::kSuccess;
-        const nccl::Result q = a.commGetAsyncError(comm_, &state);
-        r = q != nccl::kSuccess ? q : state;
-      }
-      if (r == nccl::kSuccess) r = a.commDestroy(comm_);
-      // ncclInProgress from destroy: the release goes on inside NCCL; the handle is gone either way.
-      if (r != nccl::kSuccess && r != nccl::kInProgress) a.commAbort(comm_);
-      comm_ = nullptr;
-    }
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    if (closing_ || failed_) return;
+    closing_ = true;
+    closeDeadline_ = Clock::now() + timeout();
   }
-  fail("ncclCommDestroyed", "the communicator was destroyed");
+  wake_.notify_all();
 }
 
 void Comm::abort() {
   fail("ncclAborted", "comm.abort() was called");
-  stopWatchdog();
+}
+
+void Comm::shutdown(std::chrono::milliseconds wait) {
+  fail("ncclAborted", "the JavaScript environment is shutting down");
+  std::unique_lock<std::mutex> lock(stateMutex_);
+  finished_.wait_for(lock, wait, [&] { return threadDone_; });
 }
 
 }  // namespace dist

@@ -1,11 +1,25 @@
-// One rank's NCCL communicator, and the watchdog that turns a dead or hung peer into an error.
+// One rank's NCCL communicator: its own thread, and the watchdog that turns a dead or hung peer into
+// an error.
 //
-// The communicator is created non-blocking (NCCL config blocking = 0), so neither its initialisation
-// nor any later call can block a thread for longer than we allow. Every operation is queued on a
-// stream between two CUDA events; a watchdog thread polls the events and ncclCommGetAsyncError and
-// aborts the communicator (ncclCommAbort, which makes NCCL's kernels return) when NCCL reports an
-// error or an operation has run on the GPU for longer than the timeout. Every pending operation then
-// fails with that reason, and the stream drains, so no thread waits forever.
+// The communicator is a blocking one (NCCL config blocking = 1): a call launches its kernels in the
+// calling thread, which is what makes a small collective cost ~10 µs of host time. A non-blocking
+// communicator starts a thread of NCCL's for every call and returns ncclInProgress until that
+// thread has launched, ~60 µs more per call; it is what we used before, and why small collectives
+// were at half torch.distributed's speed. A blocking call can wait, though: while NCCL connects to a
+// peer (the first collective of an algorithm, the first send/recv to a peer) it waits until the peer
+// makes the matching call. So every connection is made before Communicator.init resolves, on the
+// communicator's thread, never on the caller's: NCCL is asked to connect the collectives' rings and
+// trees during ncclCommInitRank (NCCL_RUNTIME_CONNECT=0, set for the process unless the user set it),
+// and the thread exchanges one element with every peer (up to kWarmPeers) to connect point-to-point.
+// After that a call only launches: it never waits on a peer, and the JavaScript thread may make it.
+//
+// The thread: initialises the communicator and connects it, then watches: it polls the operations'
+// CUDA events and ncclCommGetAsyncError, and when NCCL reports an error or an operation has run on
+// the GPU for longer than the timeout it fails the communicator (every pending operation fails with
+// the reason) and aborts it (ncclCommAbort, which makes NCCL's kernels return, so the stream
+// drains). abort() and destroy() only ask it: the JavaScript thread never waits on NCCL's teardown.
+// destroy() has the thread wait for the pending operations, then finalize and destroy (abort instead
+// when that fails or the timeout passes), all within one timeout.
 //
 // Plain C++ (no N-API): binding.cc reports outcomes to JS, apsp.cc and the MLP use it directly.
 #pragma once
@@ -15,6 +29,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -27,22 +42,27 @@
 namespace ck {
 namespace dist {
 
-// How an operation ended. Op 0 is the initialisation.
+// How an operation ended. Op 0 is the initialisation; kClosed says the communicator's thread has
+// finished (after destroy(), abort() or a failure): nothing more will be reported.
 struct Outcome {
+  static constexpr uint64_t kClosed = ~uint64_t{0};
   uint64_t id = 0;
   bool ok = true;
   std::string code, message;
 };
 
-class Comm {
+// Peers connected point-to-point during initialisation. Each connection holds buffers on the GPU, so
+// beyond this many ranks the first send/recv with a peer connects then (and may wait for that peer).
+constexpr int kWarmPeers = 16;
+
+class Comm : public std::enable_shared_from_this<Comm> {
  public:
-  // Called once for each operation queued with `notify` (and for op 0), from the watchdog thread or
-  // from the thread that fails the communicator. Must not call back into this Comm.
+  // Called once for each operation queued with `notify`, for op 0 and for kClosed, from any thread.
+  // Must not call back into this Comm.
   using Settle = std::function<void(const Outcome&)>;
 
-  // Starts the initialisation of rank `rank` of `size` on `device` from `id` and returns at once;
-  // op 0 settles when every rank has joined, NCCL fails, or `timeoutMs` passes. Throws CudaFailure
-  // when NCCL refuses at once (a bad id, the bootstrap port taken).
+  // Starts rank `rank` of `size` on `device` from `id` on the communicator's own thread and returns
+  // at once; op 0 settles when the communicator is initialised and connected, or failed.
   static std::shared_ptr<Comm> create(const nccl::UniqueId& id, int size, int rank, int device,
                                       int64_t timeoutMs, Settle settle);
   ~Comm();
@@ -55,10 +75,11 @@ class Comm {
   int64_t timeoutMs() const { return timeoutMs_; }
 
   // Queues `call` (given the raw communicator; one NCCL call or a group) on `stream` as an operation
-  // named `what`, and returns its id. With `notify` its outcome goes to the Settle callback. At most
-  // `maxInFlight` operations are pending: beyond that this waits for the oldest first. Throws
-  // CudaFailure when the communicator is not ready, failed, closed or busy with another thread, or
-  // NCCL refuses the call (the communicator is then aborted).
+  // named `what`, in the calling thread, and returns its id. With `notify` its outcome goes to the
+  // Settle callback. At most `maxInFlight` operations are pending: beyond that this waits for the
+  // oldest to complete (or the communicator to fail). Throws CudaFailure when the communicator is
+  // not ready, failed, closed or reserved by another thread, or NCCL refuses the call (the
+  // communicator then fails).
   uint64_t enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
                    const std::function<nccl::Result(nccl::Comm)>& call);
   // Blocks until operation `id` has completed, or throws CudaFailure if the communicator failed.
@@ -76,14 +97,19 @@ class Comm {
   void claim();
   void release();
 
-  // Aborts the communicator (ncclCommAbort) and fails every pending operation with `code` and
-  // `message`. Idempotent: the first failure is the one reported.
+  // Fails the communicator: every pending operation fails with `code` and `message`, later calls
+  // throw it, and the thread aborts the NCCL communicator. Any thread; never waits on NCCL.
+  // Idempotent: the first failure is the one reported.
   void fail(const std::string& code, const std::string& message);
-  // Waits for the pending operations (the timeout applies), then finalizes and destroys the
-  // communicator; aborts it instead when that fails. Stops the watchdog. Idempotent.
+  // Asks the thread to wait for the pending operations, then finalize and destroy the communicator,
+  // all within the timeout (aborting it instead when that fails or the time is up). Returns at once;
+  // later calls throw "ncclCommDestroyed". Idempotent.
   void destroy();
-  // ncclCommAbort now; pending operations fail with "ncclAborted". Stops the watchdog.
+  // Fails the communicator with "ncclAborted" now; the thread aborts it. Returns at once.
   void abort();
+  // For the end of the JavaScript environment: abort(), then wait up to `wait` for the thread to
+  // finish (it may be inside an NCCL call that cannot be interrupted; then it is left to finish alone).
+  void shutdown(std::chrono::milliseconds wait);
 
  private:
   struct Op {
@@ -96,32 +122,41 @@ class Comm {
   };
 
   Comm(int size, int rank, int device, int64_t timeoutMs, Settle settle);
+  void run(const nccl::UniqueId& id);
+  bool initialise(const nccl::UniqueId& id);
+  bool connectPeers(nccl::Comm raw);
   void watch();
-  void stopWatchdog();
+  void abortNccl();
+  bool finalizeNccl();
   void settle(const Op& op, bool ok, const std::string& code, const std::string& message);
+  cudaEvent_t takeEvent();
+  void giveEvent(cudaEvent_t e);
+  bool failedNow();
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_); }
 
   const int size_, rank_, device_;
   const int64_t timeoutMs_;
   Settle settle_;
 
-  // Held around every NCCL call on comm_ (NCCL communicators are not thread-safe), and by the
-  // watchdog for ncclCommGetAsyncError and ncclCommAbort.
+  // Held around every NCCL call on comm_ (NCCL communicators are not thread-safe). Taken before
+  // stateMutex_ where both are held.
   std::mutex ncclMutex_;
-  nccl::Comm comm_ = nullptr;
+  nccl::Comm comm_ = nullptr;  // set by the thread once initialised and connected
 
   std::mutex stateMutex_;  // everything below
-  std::condition_variable wake_;
-  std::vector<Op> ops_;  // pending, in queue order
+  std::condition_variable wake_, finished_;
+  std::deque<Op> ops_;  // pending, in queue order (op 0 while initialising)
+  size_t counted_ = 0;  // ops_ but op 0
   uint64_t nextId_ = 1;
   bool initDone_ = false;
-  std::chrono::steady_clock::time_point initDeadline_;
   bool failed_ = false;
   std::string failCode_, failMessage_;
-  bool stop_ = false;
-  std::thread watchdog_;
+  bool closing_ = false;  // destroy() was called
+  std::chrono::steady_clock::time_point closeDeadline_;
+  bool threadDone_ = false;
   bool reserved_ = false;
   std::thread::id owner_;
+  std::vector<cudaEvent_t> events_;  // completed operations' events, for reuse
 };
 
 }  // namespace dist

@@ -1,6 +1,7 @@
 #include "distributed/nccl.h"
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/dynlib.h"
@@ -87,6 +88,33 @@ const Api& api() {
   static const Loaded l = load();
   if (!l.ok) throw CudaFailure(l.code, "dlopen(libnccl)", l.message);
   return l.api;
+}
+
+bool prepareEnvironment() {
+  const char* commId = std::getenv("NCCL_COMM_ID");
+  if (commId != nullptr && commId[0] != '\0')
+    throw CudaFailure(
+        "ncclInvalidUsage", "Communicator.init",
+        std::string("NCCL_COMM_ID is set (") + commId +
+            "): NCCL would then bootstrap on that fixed address itself, where two jobs started "
+            "with the same one join into one communicator. Unset it: rank 0's address comes from "
+            "MASTER_ADDR and MASTER_PORT (or options.address), where rank 0's store checks the job");
+  const char* blocking = std::getenv("NCCL_COMM_BLOCKING");
+  if (blocking != nullptr && std::string(blocking) == "0")
+    throw CudaFailure("ncclInvalidUsage", "Communicator.init",
+                      "NCCL_COMM_BLOCKING=0 is set: the communicators launch in the calling thread and keep "
+                      "every wait on a peer on their own thread; unset it");
+  // Once per process, before NCCL reads it (it caches the value at the first initialisation), and only
+  // where nobody chose otherwise: the environment is shared with everything else in the process.
+  static const bool forced = [] {
+    const char* v = std::getenv("NCCL_RUNTIME_CONNECT");
+    if (v == nullptr || v[0] == '\0') {
+      setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+      return false;
+    }
+    return std::string(v) != "0";
+  }();
+  return forced;
 }
 
 const char* resultName(Result r) {

@@ -94,6 +94,16 @@ struct Api {
 // the dynamic loader's search path.
 const Api& api();
 
+// Before the first communicator: refuses the environment variables that would undo what the
+// communicators promise (NCCL_COMM_ID: NCCL would bootstrap on that fixed address itself, with
+// SO_REUSEPORT, where two jobs merge; NCCL_COMM_BLOCKING=0: every call would start a thread and
+// return before it launched), by throwing CudaFailure "ncclInvalidUsage"; and sets
+// NCCL_RUNTIME_CONNECT=0 for the process when it is unset, so that NCCL connects the collectives
+// during initialisation (off the caller's thread) instead of in the first call that needs them.
+// Returns true when the user set NCCL_RUNTIME_CONNECT to something else (the first collective of
+// each algorithm then connects in the calling thread and may wait there for its peers).
+bool prepareEnvironment();
+
 // "ncclRemoteError" for kRemoteError, …
 const char* resultName(Result r);
 

@@ -3,7 +3,8 @@
 //
 //   node -r ./test/harness/ts-register.js test/harness/dist-rank.ts <mode> [args]
 //
-// Modes: collectives, apsp <sizes> [bigN], mlp, kill, lonely. Every check is against a CPU reference
+// Modes: collectives, apsp <sizes> [bigN], mlp, trainings, kill, unawaited, lonely, late, worker, job,
+// destroy (each described where it is written). Every check is against a CPU reference
 // (or the single-GPU result) on data each rank can rebuild from a seed. The last line of stdout is
 // `CK-RESULT <json>`; the exit code is 0 only when every check passed.
 //
@@ -12,6 +13,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 
 import * as ck from '../../lib';
 import { setFilePiece } from '../../lib/distributed/apsp';
@@ -610,13 +613,351 @@ async function lonelyMode(): Promise<void> {
   finish({ ms: Date.now() - start, timeoutMs });
 }
 
+// ---------------------------------------------------------------------------------------------
+// trainings: two data-parallel trainAsync at once on one communicator run one after the other (in
+// call order, the same on every rank), equal to the same two run in sequence; a collective or a
+// blocking train issued during one throws that the communicator is busy.
+
+async function trainingsMode(): Promise<void> {
+  const comm = await init();
+  const { rank, size, device } = comm;
+  const layers = [11, 9, 4];
+  const per = 23;
+  const data = (seed: number) => ({
+    X: ck.cpu.randomArray(Float32Array, per * layers[0], seed * 10 + rank),
+    T: ck.cpu.randomArray(Float32Array, per * layers[2], seed * 10 + 5 + rank).map((v) => (v + 1) / 2),
+  });
+  const A = data(1);
+  const B = data(2);
+  const spec = (seed: number) => ({ layers, eta: 0.05, alpha: 0.5, seed, device });
+  const opts = { epochs: 3, batchSize: 7, comm };
+  // The reference: one after the other.
+  using refA = new ck.Mlp(spec(3));
+  using refB = new ck.Mlp(spec(4));
+  const ra = await refA.trainAsync(A.X, A.T, opts);
+  const rb = await refB.trainAsync(B.X, B.T, opts);
+  // Both at once.
+  using netA = new ck.Mlp(spec(3));
+  using netB = new ck.Mlp(spec(4));
+  const both = Promise.all([netA.trainAsync(A.X, A.T, opts), netB.trainAsync(B.X, B.T, opts)]);
+  // Issued while the first holds the communicator: refused at once, saying why.
+  using x = ck.full('float32', 8, 1, { device });
+  try {
+    void comm.allReduce(x);
+    check(false, 'allReduce during a training was not refused');
+  } catch (e) {
+    check(
+      e instanceof ck.NcclError &&
+        e.code === 'ncclInvalidUsage' &&
+        /busy with Mlp.trainAsync; await it first/.test(e.message),
+      `allReduce during a training: ${String(e)}`,
+    );
+  }
+  try {
+    using netC = new ck.Mlp(spec(5));
+    netC.train(A.X, A.T, opts);
+    check(false, 'train (blocking) during a training was not refused');
+  } catch (e) {
+    check(
+      e instanceof ck.NcclError && /busy with Mlp.trainAsync/.test(e.message),
+      `train during a training: ${String(e)}`,
+    );
+  }
+  const [ga, gb] = await both;
+  const diffA = ck.cpu.relativeError(flat(netA.getWeights()), flat(refA.getWeights()));
+  const diffB = ck.cpu.relativeError(flat(netB.getWeights()), flat(refB.getWeights()));
+  check(diffA < 1e-6 && diffB < 1e-6, `two trainings at once vs in sequence: weights differ by ${diffA}, ${diffB}`);
+  check(
+    ga.every((r, i) => Math.abs(r.error - ra[i].error) <= 1e-6 * ra[i].error) &&
+      gb.every((r, i) => Math.abs(r.error - rb[i].error) <= 1e-6 * rb[i].error),
+    'two trainings at once: epoch errors differ from the sequence',
+  );
+  // The check is not vacuous: the two networks' weights are not the same, and training moved them.
+  using fresh = new ck.Mlp(spec(3));
+  check(
+    ck.cpu.relativeError(flat(netA.getWeights()), flat(fresh.getWeights())) > 1e-4,
+    'training did not move the weights',
+  );
+  // Free again afterwards.
+  await comm.allReduce(x);
+  check((await x.toHost())[0] === size, 'allReduce after the trainings');
+  comm.destroy();
+  finish({ rank, size, diffA, diffB });
+}
+
+// ---------------------------------------------------------------------------------------------
+// unawaited: rank 0 queues collectives it never awaits (nor catches); rank 1 dies (SIGKILL). The
+// failure must not end rank 0 as an unhandled rejection: it surfaces on the next call, in
+// synchronize() and in barrier().
+
+async function unawaitedMode(): Promise<void> {
+  const comm = await init(Number(process.env.CK_TIMEOUT_MS ?? 5000));
+  const { rank, device } = comm;
+  const unhandled: unknown[] = [];
+  process.on('unhandledRejection', (e) => unhandled.push(e));
+  using a = ck.full('float32', 1 << 22, 1, { device });
+  await comm.allReduce(a);
+  if (rank === 1) {
+    process.kill(process.pid, 'SIGKILL');
+    await new Promise(() => {});
+  }
+  for (let i = 0; i < 3; i++) void comm.allReduce(a);
+  const t0 = Date.now();
+  while (comm.failure === null && Date.now() - t0 < comm.timeoutMs + 10_000)
+    await new Promise((r) => setTimeout(r, 50));
+  // A few turns of the loop for any rejection to surface.
+  await new Promise((r) => setTimeout(r, 200));
+  console.log(`rank ${rank} error at ${Date.now()}`);
+  check(comm.failure instanceof ck.NcclError, `the failure is known: ${String(comm.failure)}`);
+  check(unhandled.length === 0, `unhandled rejections: ${unhandled.map(String).join('; ')}`);
+  try {
+    void comm.allReduce(a);
+    check(false, 'the next call did not throw');
+  } catch (e) {
+    check(e instanceof ck.NcclError, `the next call: ${String(e)}`);
+  }
+  const sync = await comm.synchronize().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  check(sync instanceof ck.NcclError, `synchronize(): ${String(sync)}`);
+  const barrier = await comm.barrier().then(
+    () => null,
+    (e: unknown) => e,
+  );
+  check(barrier instanceof ck.NcclError, `barrier(): ${String(barrier)}`);
+  finish({ rank, code: comm.failure?.code });
+}
+
+// ---------------------------------------------------------------------------------------------
+// late: one rank (CK_LATE_RANK, default the last) comes CK_LATE_MS (4000) late to CK_LATE (init,
+// collective or p2p); the others' event loops must keep turning meanwhile. With CK_ABORT_MS, rank 0
+// aborts from a timer during the wait: abort() returns at once and the pending operation rejects.
+
+/** The event loop's largest delay while `run` runs, in ms. */
+async function lagDuring<T>(
+  run: () => Promise<T>,
+): Promise<{ value: T | null; error: unknown; lagMs: number; ms: number }> {
+  const h = monitorEventLoopDelay({ resolution: 2 });
+  h.enable();
+  const t0 = performance.now();
+  let value: T | null = null;
+  let error: unknown = null;
+  try {
+    value = await run();
+  } catch (e) {
+    error = e;
+  }
+  const ms = performance.now() - t0;
+  h.disable();
+  // The histogram's max includes the timer's own period.
+  return { value, error, lagMs: Math.max(0, h.max / 1e6 - 2), ms };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function lateMode(): Promise<void> {
+  const env = ck.rankFromEnv();
+  const lateRank = Number(process.env.CK_LATE_RANK ?? env.size - 1);
+  const lateMs = Number(process.env.CK_LATE_MS ?? 4000);
+  const what = process.env.CK_LATE ?? 'collective';
+  const abortMs = process.env.CK_ABORT_MS ? Number(process.env.CK_ABORT_MS) : null;
+  const late = env.rank === lateRank;
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 60_000);
+  // What every process pays once, whatever its peers do (CUDA's context, loading NCCL), is paid
+  // before anything is measured: the lag measured is the wait for the late peer.
+  ck.deviceCount();
+  ck.ncclInfo();
+  ck.empty('float32', 1, { device: env.localRank % Math.max(1, ck.deviceCount()) }).free();
+  if (late && what === 'init') await sleep(lateMs);
+  const joined = await lagDuring(() => init(timeoutMs));
+  if (!joined.value) throw joined.error;
+  const comm = joined.value;
+  const { rank, size, device } = comm;
+  const extra: Record<string, unknown> = { rank, what, lateMs };
+  if (what === 'init' && !late) {
+    extra.waitMs = joined.ms;
+    extra.lagMs = joined.lagMs;
+    check(joined.ms >= lateMs - 500, `init waited ${joined.ms} ms for a peer ${lateMs} ms late`);
+    check(joined.lagMs <= 20, `event loop lag during init: ${joined.lagMs.toFixed(1)} ms`);
+  }
+  using a = ck.full('float32', 1 << 20, rank + 1, { device });
+  if (late && what !== 'init') await sleep(lateMs);
+  let abortCallMs: number | null = null;
+  if (abortMs !== null && rank === 0) {
+    setTimeout(() => {
+      const t = performance.now();
+      comm.abort();
+      abortCallMs = performance.now() - t;
+    }, abortMs);
+  }
+  const op =
+    what === 'p2p'
+      ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
+      : () => comm.allReduce(a);
+  const waited = await lagDuring(async () => {
+    const t = performance.now();
+    const p = op();
+    extra.callMs = performance.now() - t; // the call itself: it only queues
+    return p;
+  });
+  if (!late) {
+    extra.waitMs = Math.round(waited.ms);
+    extra.lagMs = waited.lagMs;
+    // The first call of a kind may also load its kernel (CUDA loads modules lazily): a one-off cost
+    // of the process, not a wait for the peer, which would take the 4 s.
+    check((extra.callMs as number) < 20, `the call took ${String(extra.callMs)} ms`);
+    check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
+  }
+  if (abortMs !== null) {
+    if (rank === 0) {
+      extra.abortCallMs = abortCallMs;
+      check(abortCallMs !== null && abortCallMs < 100, `abort() took ${String(abortCallMs)} ms`);
+      check(
+        waited.error instanceof ck.NcclError && waited.error.code === 'ncclAborted',
+        `the pending operation after abort(): ${String(waited.error)}`,
+      );
+      check(waited.ms < abortMs + 1000, `it rejected ${waited.ms.toFixed(0)} ms after the call`);
+    } else if (late) {
+      // Its peer gave up: an NcclError within its timeout, not a hang.
+      check(waited.error instanceof ck.NcclError, `the late rank after rank 0's abort: ${String(waited.error)}`);
+      extra.lateError = waited.error instanceof ck.NcclError ? waited.error.code : String(waited.error);
+    }
+    finish(extra);
+    return;
+  }
+  if (waited.error) throw waited.error;
+  if (what === 'p2p') {
+    if (rank === lateRank) check((await a.toHost())[7] === 1, 'p2p: received rank 0’s data');
+  } else {
+    const want = (size * (size + 1)) / 2;
+    check(
+      (await a.toHost())[12345] === want,
+      `allReduce with a late peer: ${(await a.toHost())[12345]}, expected ${want}`,
+    );
+    if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
+  }
+  comm.destroy();
+  finish(extra);
+}
+
+// ---------------------------------------------------------------------------------------------
+// worker: Communicator.init, collectives and destroy inside a worker_thread (whose process.env is a
+// copy: nothing may depend on it reaching NCCL).
+
+async function workerMode(): Promise<void> {
+  const env = ck.rankFromEnv();
+  // NCCL reads the process's real environment: set by this (main) thread, as a user would.
+  if (process.env.CK_HOSTID_PER_RANK) process.env.NCCL_HOSTID = `ck-rank-${env.rank}`;
+  const code = `
+    require(${JSON.stringify(path.join(__dirname, 'ts-register.js'))});
+    const { parentPort } = require('node:worker_threads');
+    const ck = require(${JSON.stringify(path.join(__dirname, '..', '..', 'lib', 'index.ts'))});
+    (async () => {
+      const failures = [];
+      let checks = 0;
+      const check = (ok, what) => { checks++; if (!ok) failures.push(what); };
+      const comm = await ck.Communicator.init({ timeoutMs: 120000 });
+      const { rank, size, device } = comm;
+      const a = ck.full('float64', 1001, rank + 1, { device });
+      await comm.allReduce(a);
+      check((await a.toHost())[1000] === (size * (size + 1)) / 2, 'allReduce in a worker');
+      const g = await comm.allGather(ck.full('int32', 3, rank, { device }));
+      check(Array.from(await g.toHost()).join() === Array.from({ length: 3 * size }, (_, i) => Math.floor(i / 3)).join(), 'allGather in a worker');
+      const got = ck.full('int32', 5, -1, { device });
+      await comm.sendRecv(ck.full('int32', 5, rank, { device }), (rank + 1) % size, got, (rank + size - 1) % size);
+      check((await got.toHost())[4] === (rank + size - 1) % size, 'sendRecv ring in a worker');
+      await comm.barrier();
+      comm.destroy();
+      parentPort.postMessage({ checks, failures, rank, size });
+    })().catch((e) => parentPort.postMessage({ checks: 1, failures: ['threw: ' + (e && e.stack || e)] }));`;
+  const result = await new Promise<{ checks: number; failures: string[]; rank?: number; size?: number }>(
+    (resolve, reject) => {
+      const w = new Worker(code, { eval: true });
+      w.once('message', resolve);
+      w.once('error', reject);
+    },
+  );
+  checks += result.checks;
+  failures.push(...result.failures);
+  finish({ rank: result.rank, size: result.size });
+}
+
+// ---------------------------------------------------------------------------------------------
+// job: one rank of a job that may share its address with another (test/dist-gpu.test.ts starts two).
+// A rank that joins sums rank + 1 over its job; one refused reports the error and how soon it came.
+
+async function jobMode(): Promise<void> {
+  // CUDA and NCCL loaded first: the time measured is the handshake's.
+  ck.deviceCount();
+  ck.ncclInfo();
+  const t0 = Date.now();
+  try {
+    const comm = await init(Number(process.env.CK_TIMEOUT_MS ?? 30_000));
+    const { rank, size, device } = comm;
+    using a = ck.full('float32', 1000, rank + 1, { device });
+    await comm.allReduce(a);
+    const sum = (await a.toHost())[999];
+    check(sum === (size * (size + 1)) / 2, `rank ${rank}: sum ${sum}, expected ${(size * (size + 1)) / 2}`);
+    comm.destroy();
+    finish({ joined: true, sum });
+  } catch (e) {
+    finish({
+      joined: false,
+      ms: Date.now() - t0,
+      code: e instanceof ck.NcclError ? e.code : null,
+      message: e instanceof Error ? e.message : String(e),
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// destroy: destroy() never blocks the JavaScript thread. Rank 1 stops itself (SIGSTOP) with rank 0's
+// allReduce pending: rank 0's destroy() returns at once, its event loop keeps turning, and the
+// process ends by itself once the communicator's thread has aborted it (timeoutMs). With
+// CK_DESTROY=clean both ranks destroy after a completed allReduce and end promptly.
+
+async function destroyMode(): Promise<void> {
+  const timeoutMs = Number(process.env.CK_TIMEOUT_MS ?? 3000);
+  const comm = await init(timeoutMs);
+  const { rank, size, device } = comm;
+  using a = ck.full('float32', 1 << 22, 1, { device });
+  await comm.allReduce(a);
+  check((await a.toHost())[0] === size, 'warm-up allReduce');
+  const clean = process.env.CK_DESTROY === 'clean';
+  if (!clean && rank === 1) {
+    console.log(`rank 1 stopping at ${Date.now()}`);
+    process.kill(process.pid, 'SIGSTOP');
+  }
+  if (!clean) {
+    await sleep(300);
+    comm.allReduce(a).catch(() => {}); // never completes: rank 1 is stopped
+  }
+  const t = performance.now();
+  comm.destroy();
+  const destroyMs = performance.now() - t;
+  check(destroyMs < 50, `destroy() took ${destroyMs.toFixed(1)} ms`);
+  check(comm.destroyed, 'destroyed');
+  const after = await lagDuring(() => sleep(clean ? 200 : timeoutMs + 1000));
+  check(after.lagMs <= 20, `event loop lag after destroy(): ${after.lagMs.toFixed(1)} ms`);
+  console.log(`rank ${rank} destroyed at ${Date.now()}`);
+  finish({ rank, destroyMs, lagMs: after.lagMs });
+  // No exit call: the process ends once the communicator's thread is done.
+}
+
 const modes: Record<string, () => Promise<void>> = {
   collectives,
   apsp: apspMode,
   mlp: mlpMode,
+  trainings: trainingsMode,
   kill: killMode,
   'kill-apsp': killApspMode,
+  unawaited: unawaitedMode,
   lonely: lonelyMode,
+  late: lateMode,
+  worker: workerMode,
+  job: jobMode,
+  destroy: destroyMode,
 };
 
 const run = modes[mode];

@@ -41,7 +41,8 @@ for op in ("allreduce", "broadcast"):
         n = nbytes // 4
         # Timed on zeros (sums of zeros stay zeros however often they run); checked once on rank + 1.
         a = torch.zeros((n,), dtype=torch.float32, device=device)
-        iters = 20 if nbytes <= 4 << 20 else 5 if nbytes <= 64 << 20 else 2
+        # As lib/bench/dist-rank.ts: enough calls per sample that the small ones are timed well.
+        iters = 50 if nbytes <= 1 << 20 else 20 if nbytes <= 4 << 20 else 5 if nbytes <= 64 << 20 else 2
 
         def run():
             if op == "allreduce":
