@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import { checkArray, copyDevice, type DeviceArray, empty, upload } from '../array';
 import { randomArray } from '../cpu/index';
 import { INF } from '../ops/apsp-spec';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, inWords, elements } from '../errors';
 import { native } from '../native';
 import { APSP_DIST_MAX_N, type RandomGraphOptions, randomGraphParams } from '../ops/apsp';
 import { reduce } from '../ops/scan';
@@ -260,12 +260,12 @@ export async function apspDistributed(
       if (rows > 0 || input.band !== null) {
         band = checkArray('input.band', input.band, 'int32');
         if (band.device !== device)
-          throw rangeError('input.band', `on the communicator's device ${device}`, `device ${band.device}`);
+          throw rangeError('input.band', `on the communicator's device ${device}`, inWords(`device ${band.device}`));
         if (band.length !== rows * nLocal) {
           throw rangeError(
             'input.band',
             `this rank's ${rows} rows × n = ${rows * nLocal} elements`,
-            `${band.length} elements`,
+            elements(band.length),
           );
         }
       }
@@ -275,14 +275,14 @@ export async function apspDistributed(
         const m = input.matrix;
         if (m instanceof Int32Array) {
           if (m.length !== nLocal * nLocal)
-            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${m.length} elements`);
+            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, elements(m.length));
         } else {
           checkArray('input.matrix', m, 'int32');
           const d = m as DeviceArray<'int32'>;
           if (d.length !== nLocal * nLocal)
-            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${d.length} elements`);
+            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, elements(d.length));
           if (d.device !== device)
-            throw rangeError('input.matrix', `on the communicator's device ${device}`, `device ${d.device}`);
+            throw rangeError('input.matrix', `on the communicator's device ${device}`, inWords(`device ${d.device}`));
         }
         matrix = m;
       } else if (input.matrix !== null && input.matrix !== undefined) {
@@ -491,9 +491,9 @@ export async function apspBellmanCheck(
       const b = checkArray('result.band', result.band, 'int32') as DeviceArray<'int32'>;
       b.handle('result.band');
       if (b.device !== device)
-        throw rangeError('result.band', `on the communicator's device ${device}`, `device ${b.device}`);
+        throw rangeError('result.band', `on the communicator's device ${device}`, inWords(`device ${b.device}`));
       if (b.length !== rows * n)
-        throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, `${b.length} elements`);
+        throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, elements(b.length));
     }
   } catch (e) {
     failure = e;

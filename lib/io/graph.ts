@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { INF } from '../ops/apsp-spec';
-import { rangeError, typeError } from '../errors';
+import { rangeError, typeError, elements } from '../errors';
 
 /**
  * Formats of a graph (weight-matrix) file.
@@ -68,7 +68,7 @@ function checkFormat<F extends string>(name: string, value: unknown, allowed: re
 function checkMatrix(name: string, matrix: unknown, n: unknown): number {
   if (!(matrix instanceof Int32Array)) throw typeError(name, 'an Int32Array', matrix);
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw rangeError('n', 'an integer ≥ 1', n);
-  if (matrix.length !== n * n) throw rangeError(name, `n·n = ${n * n} elements long`, `${matrix.length} elements`);
+  if (matrix.length !== n * n) throw rangeError(name, `n·n = ${n * n} elements long`, elements(matrix.length));
   return n;
 }
 
