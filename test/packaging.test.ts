@@ -56,7 +56,7 @@ describe('package.json', () => {
   });
 
   test('the runtime dependencies are few; charts and build tools are optional peers', () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['cli-progress', 'commander', 'string-width']);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['commander', 'string-width']);
     for (const dep of ['node-gyp-build', 'cmake-js', 'node-addon-api', 'node-api-headers', 'vega', 'vega-lite']) {
       expect(pkg.dependencies[dep]).toBeUndefined();
     }
