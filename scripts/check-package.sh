@@ -2,7 +2,8 @@
 # Packaging check: pack the workspace packages (cuda-kernels and its platform packages), install the
 # tarballs together into empty projects with nvcc out of reach, as a user would, and check:
 #   - the install pulls at most 10 packages and 15 MB;
-#   - require('cuda-kernels') loads the platform package's binary and require('cuda-kernels/cpu')
+#   - require('cuda-kernels') loads the platform package's binary (found by node-gyp-build in its
+#     prebuilds/linux-x64/) and require('cuda-kernels/cpu')
 #     works, with install scripts run and with them blocked (npm 12's default; --ignore-scripts);
 #   - without the platform packages (--omit=optional), cuda-kernels/cpu still works, the main entry
 #     throws the "possible solutions" error, and `cuda-kernels info` exits 1 saying what it tried.
@@ -37,18 +38,22 @@ fi
 echo "packed $tgz ($(du -h "$work/$tgz" | cut -f1))"
 
 binaries=()
+tuple=$(node -p 'process.platform + "-" + process.arch')
 for dir in packages/*/; do
   dir=${dir%/}
   variant=${dir##*-}
   stage="$work/stage/$(basename "$dir")"
-  mkdir -p "$stage"
+  mkdir -p "$stage/prebuilds/$tuple"
   cp "$dir/package.json" "$stage/"
-  if [ -f "$dir/cuda_kernels.node" ]; then
+  # prebuildify's name for the N-API build for glibc (scripts/prebuild.js PREBUILD_NAME).
+  release="$dir/prebuilds/$tuple/cuda_kernels.glibc.node"
+  if [ -f "$release" ]; then
     node scripts/prebuild.js --check "$variant"
-    cp "$dir/cuda_kernels.node" "$dir/build-info.json" "$stage/"
+    cp "$release" "$stage/prebuilds/$tuple/"
+    cp "$dir/build-info.json" "$stage/"
     what="release prebuild"
   elif [ "$variant" = cuda13 ] && [ -f build/Release/cuda_kernels.node ]; then
-    cp build/Release/cuda_kernels.node "$stage/"
+    cp build/Release/cuda_kernels.node "$stage/prebuilds/$tuple/cuda_kernels.glibc.node"
     echo '{"standIn": "the local build (no npm run prebuild here)"}' > "$stage/build-info.json"
     what="stand-in: build/Release (not a release prebuild)"
   else

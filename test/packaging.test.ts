@@ -7,7 +7,13 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
 /* eslint-disable @typescript-eslint/no-require-imports -- the scripts are plain CommonJS */
 const build = require('../scripts/build.js');
 const { findNvcc, nvccMissingMessage, missingBuildPackages, wantedConfig, builtConfig, DEFAULT_ARCHS } = build;
-const { compareVersions, glibcSymbolVersions, neededLibraries, MAX_BYTES } = require('../scripts/prebuild.js');
+const {
+  compareVersions,
+  glibcSymbolVersions,
+  neededLibraries,
+  MAX_BYTES,
+  binaryOf,
+} = require('../scripts/prebuild.js');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 describe('package.json', () => {
@@ -48,7 +54,8 @@ describe('package.json', () => {
       expect(p.os).toEqual(['linux']);
       expect(p.cpu).toEqual(['x64']);
       expect(p.libc).toEqual(['glibc']);
-      expect(p.files).toEqual(['cuda_kernels.node', 'build-info.json']);
+      // prebuildify's layout, where node-gyp-build looks: prebuilds/<platform>-<arch>/*.node.
+      expect(p.files).toEqual(['prebuilds/', 'build-info.json']);
       expect(p.cudaKernels.maxGlibcSymbol).toMatch(/^2\.\d+$/);
       expect(p.description).toContain(`glibc ${p.cudaKernels.maxGlibcSymbol} or newer`);
       expect(p.description).toContain(`R${p.cudaKernels.minDriver} or newer`);
@@ -56,8 +63,9 @@ describe('package.json', () => {
   });
 
   test('the runtime dependencies are few; charts and build tools are optional peers', () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['commander', 'string-width']);
-    for (const dep of ['node-gyp-build', 'cmake-js', 'node-addon-api', 'node-api-headers', 'vega', 'vega-lite']) {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['commander', 'node-gyp-build', 'string-width']);
+    expect(pkg.devDependencies.prebuildify).toBeDefined();
+    for (const dep of ['prebuildify', 'cmake-js', 'node-addon-api', 'node-api-headers', 'vega', 'vega-lite']) {
       expect(pkg.dependencies[dep]).toBeUndefined();
     }
     for (const dep of ['cmake-js', 'node-addon-api', 'node-api-headers']) {
@@ -146,7 +154,7 @@ describe('release binaries (npm run prebuild)', () => {
 
   const pkgDir = (v: string) => path.join(root, 'packages', `linux-x64-${v}`);
   for (const v of ['cuda13', 'cuda12']) {
-    const file = path.join(pkgDir(v), 'cuda_kernels.node');
+    const file: string = binaryOf(v);
     const present = fs.existsSync(file);
     (present ? test : test.skip)(
       `${v}: within 10 MB and the declared glibc, no libstdc++${present ? '' : ' [skipped: no npm run prebuild here]'}`,

@@ -9,16 +9,21 @@ const path = require('node:path');
 const root = path.join(__dirname, '..', '..');
 const nativeModule = path.join(root, 'lib', 'native.ts');
 
-/** Where a binary may be in a clone (lib/loader.ts looks in the same places). */
+/** Where a binary may be in a clone: what node-gyp-build finds where lib/loader.ts looks. */
 function binaryFiles() {
   if (process.env.CUDA_KERNELS_BINARY) return [path.resolve(process.env.CUDA_KERNELS_BINARY)];
-  const files = [path.join(root, 'build', 'Release', 'cuda_kernels.node')];
+  const find = require('node-gyp-build').path;
+  const dirs = [root];
   for (const v of ['cuda13', 'cuda12']) {
-    files.push(
-      path.join(root, 'node_modules', '@cuda-kernels', `${process.platform}-${process.arch}-${v}`, 'cuda_kernels.node'),
-    );
+    dirs.push(path.join(root, 'node_modules', '@cuda-kernels', `${process.platform}-${process.arch}-${v}`));
   }
-  return files;
+  return dirs.flatMap((dir) => {
+    try {
+      return [find(dir)];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** `{ ok: true }` when some binary loads (tried in a child process), else why not. */
