@@ -180,8 +180,8 @@ describe('optional packages', () => {
     );
   });
 
-  test('the chart and build packages are optional peers (and dev dependencies here)', () => {
-    for (const name of ['vega', 'vega-lite', '@resvg/resvg-js', 'cmake-js', 'node-addon-api', 'node-api-headers']) {
+  test('the chart packages are optional peers (and dev dependencies here)', () => {
+    for (const name of ['vega', 'vega-lite', '@resvg/resvg-js']) {
       expect(pkg.peerDependencies[name]).toBeDefined();
       expect(pkg.peerDependenciesMeta[name]).toEqual({ optional: true });
       expect(pkg.devDependencies[name]).toBe(pkg.peerDependencies[name]);

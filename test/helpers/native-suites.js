@@ -26,13 +26,22 @@ function binaryFiles() {
   });
 }
 
+/** Why there is no build: what the install step wrote (scripts/install.js), else what is missing. */
+function notBuiltReason(note = require('../../scripts/install.js').NOT_BUILT) {
+  if (fs.existsSync(note)) return `not built: ${fs.readFileSync(note, 'utf8').trim()}`;
+  const nvcc = require('../../scripts/build.js').findNvcc();
+  return nvcc
+    ? `not built, though nvcc is at ${nvcc} (npm install ran without its install step?): npm run build:native`
+    : 'not built: no nvcc found ($CUDA_PATH/bin, /usr/local/cuda/bin, PATH)';
+}
+
 /** `{ ok: true }` when some binary loads (tried in a child process), else why not. */
 function binaryStatus() {
   const present = binaryFiles().filter((f) => fs.existsSync(f));
   if (present.length === 0) {
     const why = process.env.CUDA_KERNELS_BINARY
       ? `CUDA_KERNELS_BINARY=${process.env.CUDA_KERNELS_BINARY} does not exist`
-      : 'not built (nvcc missing?) and no platform package';
+      : `${notBuiltReason()}, and no platform package`;
     return { ok: false, reason: `no native binary: ${why}` };
   }
   for (const f of present) {
@@ -87,4 +96,4 @@ function suitesNeedingNative() {
     .filter((f) => reachesNative(f));
 }
 
-module.exports = { binaryStatus, suitesNeedingNative, reachesNative, importsOf };
+module.exports = { binaryStatus, notBuiltReason, suitesNeedingNative, reachesNative, importsOf };
