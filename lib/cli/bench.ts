@@ -118,12 +118,13 @@ export async function bench(
     if (!families[n])
       throw new RangeError(`unknown benchmark family ${JSON.stringify(n)}; known: ${Object.keys(families).join(', ')}`);
   }
-  // Before the GPU work, not after it: a long run must not end on a missing chart package.
-  if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
+  // The GPU first: without one, installing the chart packages would not help.
   if (deviceCount() === 0) {
     const reason = (runtimeInfo().noDeviceReason ?? 'no CUDA device').replace(/\s+/g, ' ');
     throw new Error(`cannot benchmark without a GPU: ${reason}`);
   }
+  // Before the GPU work, not after it: a long run must not end on a missing chart package.
+  if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
   // The copy row is every figure's memory-bandwidth reference, so each run measures it.
   if (!wanted.includes('copy')) wanted.unshift('copy');
   const base: Omit<BenchContext, 'progress'> = {
