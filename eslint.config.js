@@ -7,6 +7,7 @@ module.exports = tseslint.config(
     ignores: [
       'dist/',
       'build/',
+      'build-tools/',
       'prebuilds/',
       'node_modules/',
       'docs/',

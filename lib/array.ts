@@ -1,6 +1,6 @@
 import type { BufferHandle, DtypeCode } from '../binding';
 import { checkDevice } from './device';
-import { checkInteger, rangeError, typeError } from './errors';
+import { checkInteger, rangeError, typeError, elements, inWords } from './errors';
 import { native } from './native';
 
 /** Element types a DeviceArray can hold. */
@@ -84,7 +84,7 @@ function checkHost(name: string, value: unknown, dtype: Dtype, length?: number):
   if (got !== dtype) throw typeError(name, `a typed array of ${dtype}`, value);
   if (isDetached(a)) throw new TypeError(`${name}'s buffer is detached (transferred, or a freed pinned array)`);
   if (length !== undefined && a.length !== length)
-    throw rangeError(name, `${length} elements long`, `${a.length} elements`);
+    throw rangeError(name, `${length} elements long`, elements(a.length));
   return a;
 }
 
@@ -272,7 +272,7 @@ export class DeviceArray<D extends Dtype = Dtype> {
       throw rangeError(
         'source',
         `at most ${Math.max(0, this.length - offset)} elements long (offset ${offset})`,
-        `${src.length} elements`,
+        elements(src.length),
       );
     }
     return [src, offset];
@@ -442,7 +442,7 @@ export function dtypeBytes(dtype: Dtype): number {
 export function deviceRelativeError<D extends Dtype>(out: DeviceArray<D>, ref: DeviceArray<D>): number {
   checkArray('out', out);
   checkArray('ref', ref, out.dtype);
-  if (out.length !== ref.length) throw rangeError('ref', `${out.length} elements long`, `${ref.length} elements`);
-  if (out.device !== ref.device) throw rangeError('ref', `on device ${out.device}`, `device ${ref.device}`);
+  if (out.length !== ref.length) throw rangeError('ref', `${out.length} elements long`, elements(ref.length));
+  if (out.device !== ref.device) throw rangeError('ref', `on device ${out.device}`, inWords(`device ${ref.device}`));
   return native.relativeError(out.handle('out'), ref.handle('ref'));
 }

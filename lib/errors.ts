@@ -22,11 +22,35 @@ export class CudaError extends Error {
   }
 }
 
+/**
+ * What was given, already in words (`3 elements`, `device 1`): printed as it is, where a string
+ * argument would read as the value a user passed (`got the string "3 elements"`).
+ */
+class InWords {
+  constructor(readonly text: string) {}
+}
+
+/** Wraps a description of what was given, for {@link typeError} and {@link rangeError}. */
+export function inWords(text: string): InWords {
+  return new InWords(text);
+}
+
+/** `got 3 elements` in a length error. */
+export function elements(count: number): InWords {
+  return new InWords(`${count} element${count === 1 ? '' : 's'}`);
+}
+
+/** `a` or `an` before a type name: an Int32Array, an Object, a Uint8Array (said "you-int"). */
+function article(word: string): string {
+  return /^[aeio]|^u(?!int)/i.test(word) ? `an ${word}` : `a ${word}`;
+}
+
 function describe(value: unknown): string {
-  if (value === null) return 'null';
+  if (value instanceof InWords) return value.text;
+  if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return 'an array';
-  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
-  if (typeof value === 'object') return `a ${(value as object).constructor?.name ?? 'object'}`;
+  if (ArrayBuffer.isView(value)) return article(value.constructor.name);
+  if (typeof value === 'object') return article((value as object).constructor?.name ?? 'object');
   if (typeof value === 'string')
     return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;

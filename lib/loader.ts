@@ -1,13 +1,14 @@
 // Finding a native binary that loads on this system (lib/native.ts uses it once per process or
 // worker). No side effects here, so the tests can drive it with candidates of their own.
 //
-// Candidates, in order: a local build (build/Release: a clone, or `npx cuda-kernels build`), then
-// the platform packages (@cuda-kernels/<platform>-<arch>-
-// cuda13, then -cuda12 for drivers older than CUDA 13); CUDA_KERNELS_BINARY=<file> replaces them
-// all with that one file. The first one present is loaded in this
-// process. Only when it fails to load, or loads but finds the driver too old for its CUDA, are the
-// others tried, and each of them first in a child process: a binary that crashes or misses a symbol
-// then costs a child, not this process.
+// node-gyp-build finds the file in each place, as it does for any prebuildify package: the
+// package's own build/Release (a clone, the install step's build, `npx cuda-kernels build`), and in
+// each platform package (@cuda-kernels/<platform>-<arch>-cuda13, then -cuda12 for drivers older
+// than CUDA 13) the prebuilds/<platform>-<arch>/ file whose tags (napi, glibc) match this system.
+// CUDA_KERNELS_BINARY=<file> replaces them all with that one file. The first one present is loaded
+// in this process. Only when it fails to load, or loads but finds the driver too old for its CUDA,
+// are the others tried, and each of them first in a child process: a binary that crashes or misses
+// a symbol then costs a child, not this process.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -58,15 +59,37 @@ export function platformPackages(platform = process.platform, arch = process.arc
   return [`@cuda-kernels/${platform}-${arch}-cuda13`, `@cuda-kernels/${platform}-${arch}-cuda12`];
 }
 
+/** node-gyp-build's resolver: the binary it would load from a package folder, or a throw saying why none. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const findBuild = (require('node-gyp-build') as { path(dir: string): string }).path;
+
+/** What node-gyp-build looked for ("platform=linux arch=x64 … libc=glibc"), from its error. */
+function soughtTags(e: unknown): string {
+  const m = /No native build was found for ([^\n]*)/.exec(e instanceof Error ? e.message : String(e));
+  return m ? m[1].trim() : String(e);
+}
+
 /** Where binaries may be for the package at `root`, in the order they are tried. */
 export function binaryCandidates(root: string, env: NodeJS.ProcessEnv = process.env): BinaryCandidate[] {
-  const out: BinaryCandidate[] = [];
-  const at = (name: string, file: string, missing: string): BinaryCandidate =>
-    fs.existsSync(file) ? { name, file } : { name, file, missing };
   // A binary named by the user is the only one tried: a typo must not fall back silently.
-  if (env.CUDA_KERNELS_BINARY)
-    return [at('CUDA_KERNELS_BINARY', path.resolve(env.CUDA_KERNELS_BINARY), 'no such file')];
-  out.push(at('local build', path.join(root, 'build', 'Release', 'cuda_kernels.node'), 'not built'));
+  if (env.CUDA_KERNELS_BINARY) {
+    const file = path.resolve(env.CUDA_KERNELS_BINARY);
+    return [
+      fs.existsSync(file)
+        ? { name: 'CUDA_KERNELS_BINARY', file }
+        : { name: 'CUDA_KERNELS_BINARY', file, missing: 'no such file' },
+    ];
+  }
+  const out: BinaryCandidate[] = [];
+  try {
+    out.push({ name: 'local build', file: findBuild(root) });
+  } catch {
+    out.push({
+      name: 'local build',
+      file: path.join(root, 'build', 'Release', 'cuda_kernels.node'),
+      missing: 'not built',
+    });
+  }
   for (const name of platformPackages()) {
     let dir: string;
     try {
@@ -75,7 +98,13 @@ export function binaryCandidates(root: string, env: NodeJS.ProcessEnv = process.
       out.push({ name, file: name, missing: 'not installed' });
       continue;
     }
-    const candidate = at(name, path.join(dir, 'cuda_kernels.node'), 'installed without its cuda_kernels.node');
+    let candidate: BinaryCandidate;
+    try {
+      candidate = { name, file: findBuild(dir) };
+    } catch (e) {
+      const where = path.join(dir, 'prebuilds', `${process.platform}-${process.arch}`);
+      candidate = { name, file: where, missing: `installed without a prebuild for ${soughtTags(e)}` };
+    }
     try {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
         cudaKernels?: DeclaredRequirements;
@@ -155,23 +184,27 @@ export function noBinaryMessage(tried: BinaryAttempt[]): string {
     ...tried.map((t) => `  - ${t.name}${t.file === t.name ? '' : ` (${t.file})`}: ${t.error}`),
     'Possible solutions:',
   ];
-  if (tried.some((t) => t.name === 'CUDA_KERNELS_BINARY')) {
-    lines.push('  - CUDA_KERNELS_BINARY names the only binary tried: fix the path, or unset it to use the packages.');
-  } else if (system !== 'linux-x64') {
-    lines.push(`  - Binaries are published for linux-x64 only; on ${system}, build from source with the CUDA toolkit.`);
+  if (tried.some((t) => t.name === 'CUDA_KERNELS_BINARY'))
+    lines.push('  - CUDA_KERNELS_BINARY names the only binary tried: fix the path, or unset it to use the others.');
+  // What works today, before any package is on the registry: a build for the local toolkit first.
+  lines.push(
+    "  - Build one for this system's CUDA toolkit (needs nvcc): npx cuda-kernels build",
+    '    (npm install builds it unless npm blocks install scripts; allow ours: npm install --allow-scripts=cuda-kernels).',
+  );
+  if (system !== 'linux-x64') {
+    lines.push(`  - Prebuilt binaries are made for linux-x64 only, not ${system}.`);
   } else if (!glibc) {
-    lines.push('  - The binaries need glibc (not musl, e.g. Alpine): use a glibc-based image, or build from source.');
+    lines.push('  - The prebuilt binaries need glibc (not musl, e.g. Alpine): use a glibc-based image, or build.');
   } else {
     lines.push(
-      '  - Install the platform package with the optional dependencies: npm install --include=optional cuda-kernels',
-      '    (npm leaves it out with --omit=optional or --no-optional, and when its os/cpu/libc do not match).',
-      '  - The binaries need glibc 2.17 or newer and an NVIDIA driver R525 or newer (R580 for CUDA 13); see the README, Requirements.',
+      '  - Or install a platform package with a prebuilt binary: in a clone, npm run prebuild, then',
+      '    npm pack -w @cuda-kernels/linux-x64-cuda13, and npm install the .tgz (docs/install.md). npm leaves these',
+      '    optional packages out with --omit=optional, and where their os/cpu/libc do not match.',
+      '  - The prebuilt binaries need glibc 2.17 or newer and an NVIDIA driver R525 or newer (R580 for CUDA 13);',
+      '    see the README, Requirements.',
     );
   }
-  lines.push(
-    '  - Build from source (CUDA toolkit 13 with nvcc): npm install --save-dev cmake-js node-addon-api node-api-headers && npx cuda-kernels build',
-    "  - The CPU references need no binary: require('cuda-kernels/cpu').",
-  );
+  lines.push("  - The CPU references need no binary: require('cuda-kernels/cpu').");
   return lines.join('\n');
 }
 

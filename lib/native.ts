@@ -1,5 +1,6 @@
-// The one place that touches the compiled addon: loads the binary lib/loader.ts finds, and
-// remembers which one it took and why (runtimeInfo().binary, `npx cuda-kernels info`).
+// The one place that touches the compiled addon: loads the binary lib/loader.ts finds (with
+// node-gyp-build: a local build, else a platform package's prebuild), and remembers which one it
+// took and why (runtimeInfo().binary, `npx cuda-kernels info`).
 import * as path from 'node:path';
 
 import type { NativeBinding } from '../binding';

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // `npm run prebuild`: the release binaries of the platform packages (packages/linux-x64-cuda13 and
-// -cuda12), built in the old-glibc sysroot (scripts/release/sysroot.sh) with every architecture of
-// the default list, no -lineinfo, compressed GPU code and the C++ runtime linked in. Then measured:
-// the size and the highest GLIBC_ symbol version must stay within what the package declares
-// (package.json "cudaKernels"), and build-info.json records them next to the binary.
+// -cuda12), made by prebuildify: `prebuildify --napi --strip --tag-libc`, once per CUDA toolkit,
+// with --node-gyp pointing at scripts/prebuild-node-gyp.js, which builds with cmake-js in the
+// old-glibc sysroot (scripts/release/sysroot.sh). prebuildify strips the binary and puts it where
+// node-gyp-build looks: packages/<pkg>/prebuilds/linux-x64/cuda_kernels.glibc.node. Then it
+// is measured: the size and the highest GLIBC_ symbol version must stay within what the package
+// declares (package.json "cudaKernels"), and build-info.json records them beside prebuilds/.
 //
-//   node scripts/prebuild.js [cuda13] [cuda12]      build (both by default), measure, copy
+//   node scripts/prebuild.js [cuda13] [cuda12]      build (both by default), measure, check
 //   node scripts/prebuild.js --check [cuda13 ...]   only verify the binaries in place (npm pack)
 //   --no-sysroot                                    build on this host (for trying; the glibc
 //                                                   floor is then this host's and the check fails)
@@ -31,7 +33,32 @@ const VARIANTS = {
 };
 
 const packageDir = (variant) => path.join(root, 'packages', `${process.platform}-${process.arch}-${variant}`);
-const binaryOf = (variant) => path.join(packageDir(variant), 'cuda_kernels.node');
+// prebuildify's name for it: --name, then the --tag-libc tag. An N-API build (--napi) carries no
+// abi<N> tag, which is what lets node-gyp-build load it under any Node version.
+const PREBUILD_NAME = 'cuda_kernels.glibc.node';
+const binaryOf = (variant) =>
+  path.join(packageDir(variant), 'prebuilds', `${process.platform}-${process.arch}`, PREBUILD_NAME);
+// prebuildify's --cwd: it expects the hook's output in <stage>/build/Release.
+const stageOf = (variant) => path.join(root, 'build', `prebuild-${variant}`);
+
+/** prebuildify's command line for one package (the hook is a parameter for the tests). */
+function prebuildifyArgs(variant, hook = path.join(__dirname, 'prebuild-node-gyp.js')) {
+  const cli = require.resolve('prebuildify/bin.js', { paths: [root] });
+  return [
+    cli,
+    '--napi',
+    '--strip',
+    '--tag-libc',
+    '--name',
+    'cuda_kernels',
+    '--cwd',
+    stageOf(variant),
+    '--out',
+    packageDir(variant),
+    '--node-gyp',
+    hook,
+  ];
+}
 
 /** Compares dotted versions: negative, zero or positive. */
 function compareVersions(a, b) {
@@ -91,6 +118,14 @@ function check(variant) {
   const m = measure(variant, file);
   if (info.cudaArchitectures !== DEFAULT_ARCHS) m.problems.push(`covers only ${info.cudaArchitectures}`);
   if (info.lineinfo) m.problems.push('is a profiling build (-lineinfo)');
+  // The layout bar: node-gyp-build, as the loader runs it, must pick exactly this file.
+  let found;
+  try {
+    found = require('node-gyp-build').path(packageDir(variant));
+  } catch (e) {
+    found = e.message.split('\n')[0];
+  }
+  if (found !== file) m.problems.push(`is not what node-gyp-build finds in the package (${found})`);
   if (m.problems.length) {
     console.error(`cuda-kernels: ${rel} ${m.problems.join('; ')}; run \`npm run prebuild\`.`);
     return 1;
@@ -114,26 +149,21 @@ function prebuild(variant, { sysroot = true } = {}) {
     console.error(`cuda-kernels: ${nvcc} is not CUDA ${VARIANTS[variant].major}.x`);
     return 1;
   }
-  const out = path.join(root, 'build', `release-${variant}`);
-  const env = { ...process.env, CUDA_PATH: cudaPath, CUDA_KERNELS_PORTABLE: '1' };
-  delete env.CUDA_KERNELS_ARCHS; // every architecture of the default list
-  delete env.CUDA_KERNELS_PROFILE; // no -lineinfo
-  let command = [process.execPath, path.join(__dirname, 'build.js'), '--out', out];
-  if (sysroot) {
-    // Inside the sysroot only the real folder exists (bind-mounted), not a /usr/local/cuda link to it.
-    env.CUDA_PATH = env.CK_SYSROOT_BIND = fs.realpathSync(cudaPath);
-    command = ['bash', path.join(__dirname, 'release', 'sysroot.sh'), 'run', 'node', ...command.slice(1)];
+  const stage = stageOf(variant);
+  fs.mkdirSync(stage, { recursive: true });
+  fs.rmSync(path.join(packageDir(variant), 'prebuilds'), { recursive: true, force: true });
+  const env = { ...process.env, CUDA_PATH: cudaPath, CK_PREBUILD_SYSROOT: sysroot ? '1' : '0' };
+  const args = prebuildifyArgs(variant);
+  console.error(`cuda-kernels: ${variant}: prebuildify ${args.slice(1).join(' ')}`);
+  const r = spawnSync(process.execPath, args, { cwd: root, env, stdio: 'inherit' });
+  if (r.status !== 0) return r.status || 1;
+  const built = binaryOf(variant);
+  if (!fs.existsSync(built)) {
+    console.error(`cuda-kernels: prebuildify made no ${path.relative(root, built)}`);
+    return 1;
   }
-  console.error(`cuda-kernels: ${variant}: ${command.join(' ')}`);
-  const r = spawnSync(command[0], command.slice(1), { cwd: root, env, stdio: 'inherit' });
-  if (r.status !== 0) {
-    if (sysroot) console.error('cuda-kernels: no sysroot? scripts/release/sysroot.sh create (or --no-sysroot)');
-    return r.status || 1;
-  }
-  const built = path.join(out, 'Release', 'cuda_kernels.node');
-  const config = builtConfig(out);
+  const config = builtConfig(path.join(stage, 'build'));
   const dir = packageDir(variant);
-  fs.copyFileSync(built, binaryOf(variant));
   fs.copyFileSync(path.join(root, 'LICENSE'), path.join(dir, 'LICENSE'));
   const m = measure(variant, built);
   const info = {
@@ -147,6 +177,7 @@ function prebuild(variant, { sysroot = true } = {}) {
     },
     needed: m.needed,
     napiVersion: require('../package.json').binary.napi_versions[0],
+    madeBy: `prebuildify ${require('prebuildify/package.json').version} --napi --strip --tag-libc`,
     builtWith: { node: process.version, platform: process.platform, arch: process.arch },
     createdAt: new Date().toISOString(),
   };
@@ -170,4 +201,15 @@ if (require.main === module) {
   process.exit(status);
 }
 
-module.exports = { compareVersions, glibcSymbolVersions, neededLibraries, VARIANTS, MAX_BYTES };
+module.exports = {
+  compareVersions,
+  glibcSymbolVersions,
+  neededLibraries,
+  prebuildifyArgs,
+  binaryOf,
+  packageDir,
+  stageOf,
+  PREBUILD_NAME,
+  VARIANTS,
+  MAX_BYTES,
+};

@@ -687,11 +687,7 @@ describeGpu('apsp', () => {
     using f = ck.zeros('float32', 4);
     using short = ck.zeros('int32', 3);
     expectThrows(() => ck.apsp(f as never, 2), 'TypeError', /dist must be a DeviceArray of int32, got float32/);
-    expectThrows(
-      () => ck.apsp(short, 2),
-      'RangeError',
-      /dist must be n·n = 4 elements long, got the string "3 elements"/,
-    );
+    expectThrows(() => ck.apsp(short, 2), 'RangeError', /dist must be n·n = 4 elements long, got 3 elements$/);
     expectThrows(() => ck.apsp(g, 0), 'RangeError', /n must be an integer in \[1, 131072\], got number 0/);
     expectThrows(() => ck.apsp(g, 1.5), 'RangeError', /n must be an integer/);
     using neg = ck.upload(new Int32Array([0, -5, 2, 0]));

@@ -63,22 +63,36 @@ describe('binaryCandidates', () => {
     expect(c[2].missing).toBe('not installed');
   });
 
-  test('finds a platform package through node_modules, and notices one without its binary', () => {
+  test("node-gyp-build finds a local build in build/Release and each package's prebuilds/<platform>-<arch>/ file", () => {
     const root = path.join(dir, 'pkg-with-packages');
+    fs.mkdirSync(path.join(root, 'build', 'Release'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'cuda-kernels' }));
+    fs.writeFileSync(path.join(root, 'build', 'Release', 'cuda_kernels.node'), '');
     const [cuda13, cuda12] = platformPackages();
+    const tuple = `${process.platform}-${process.arch}`;
     for (const name of [cuda13, cuda12]) {
-      fs.mkdirSync(path.join(root, 'node_modules', name), { recursive: true });
+      fs.mkdirSync(path.join(root, 'node_modules', name, 'prebuilds', tuple), { recursive: true });
       const cudaKernels = { cuda: '13.0', minDriver: '580', maxGlibcSymbol: '2.17' };
       fs.writeFileSync(path.join(root, 'node_modules', name, 'package.json'), JSON.stringify({ name, cudaKernels }));
     }
-    fs.writeFileSync(path.join(root, 'node_modules', cuda13, 'cuda_kernels.node'), '');
+    // prebuildify's names (--napi --tag-libc): the CUDA 12 package here has a build for musl only,
+    // and one for another Node ABI (not N-API), neither of which node-gyp-build may pick.
+    const prebuild = path.join(root, 'node_modules', cuda13, 'prebuilds', tuple, 'cuda_kernels.glibc.node');
+    fs.writeFileSync(prebuild, '');
+    for (const other of ['cuda_kernels.musl.node', 'cuda_kernels.abi1.glibc.node'])
+      fs.writeFileSync(path.join(root, 'node_modules', cuda12, 'prebuilds', tuple, other), '');
     const c = binaryCandidates(root, {});
+    expect(c[0]).toEqual({ name: 'local build', file: path.join(root, 'build', 'Release', 'cuda_kernels.node') });
     expect(c[1]).toEqual({
       name: cuda13,
-      file: path.join(root, 'node_modules', cuda13, 'cuda_kernels.node'),
+      file: prebuild,
       declared: { cuda: '13.0', minDriver: '580', maxGlibcSymbol: '2.17' },
     });
-    expect(c[2]).toMatchObject({ name: cuda12, missing: 'installed without its cuda_kernels.node' });
+    expect(c[2]).toMatchObject({
+      name: cuda12,
+      file: path.join(root, 'node_modules', cuda12, 'prebuilds', tuple),
+      missing: expect.stringMatching(/^installed without a prebuild for platform=\S+ arch=\S+ .*libc=glibc/),
+    });
   });
 
   test('CUDA_KERNELS_BINARY replaces every other candidate', () => {
@@ -210,18 +224,21 @@ describe('loadBinary', () => {
     );
     expect(e.message).toContain('Possible solutions:');
     expect(e.message).toContain("require('cuda-kernels/cpu')");
-    expect(e.message).toContain('npx cuda-kernels build');
+    // The first solution is one that works before anything is on the registry: a build from source.
+    const solutions = e.message.split('Possible solutions:\n')[1].split('\n');
+    expect(solutions[0]).toBe("  - Build one for this system's CUDA toolkit (needs nvcc): npx cuda-kernels build");
+    expect(e.message).not.toMatch(/npm install --include=optional cuda-kernels/);
   });
 
-  test('the solutions fit the system: other platforms are told to build from source', () => {
+  test('the solutions fit the system: a platform package packed from a clone on linux-x64 with glibc', () => {
     const msg = noBinaryMessage([{ name: 'x', file: '/x', how: 'absent', error: 'not installed' }]);
     if (`${process.platform}-${process.arch}` === 'linux-x64') {
-      expect(msg).toMatch(/npm install --include=optional cuda-kernels/);
+      expect(msg).toMatch(/npm pack -w @cuda-kernels\/linux-x64-cuda13/);
     } else {
-      expect(msg).toMatch(/published for linux-x64 only/);
+      expect(msg).toMatch(/made for linux-x64 only/);
     }
     expect(
       noBinaryMessage([{ name: 'CUDA_KERNELS_BINARY', file: '/x', how: 'absent', error: 'no such file' }]),
-    ).toMatch(/unset it to use the packages/);
+    ).toMatch(/unset it to use the others/);
   });
 });

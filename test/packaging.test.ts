@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -6,8 +7,15 @@ const root = path.join(__dirname, '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 /* eslint-disable @typescript-eslint/no-require-imports -- the scripts are plain CommonJS */
 const build = require('../scripts/build.js');
-const { findNvcc, nvccMissingMessage, missingBuildPackages, wantedConfig, builtConfig, DEFAULT_ARCHS } = build;
-const { compareVersions, glibcSymbolVersions, neededLibraries, MAX_BYTES } = require('../scripts/prebuild.js');
+const { findNvcc, nvccMissingMessage, missingBuildPackages, wantedConfig, builtConfig, DEFAULT_ARCHS, BUILD_TOOLS } =
+  build;
+const {
+  compareVersions,
+  glibcSymbolVersions,
+  neededLibraries,
+  MAX_BYTES,
+  binaryOf,
+} = require('../scripts/prebuild.js');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 describe('package.json', () => {
@@ -20,20 +28,43 @@ describe('package.json', () => {
     expect(pkg.exports['./cpu']).toEqual({ types: './dist/cpu/index.d.ts', default: './dist/cpu/index.js' });
   });
 
-  test('ships the TypeScript build and the sources to build from, no binary and no install script', () => {
+  test('ships the TypeScript build, the sources to build from and the install step, no binary', () => {
     expect(pkg.binary.napi_versions).toEqual([8]);
-    for (const f of ['dist/', 'native/', 'CMakeLists.txt', 'binding.d.ts', 'scripts/build.js']) {
+    for (const f of ['dist/', 'native/', 'CMakeLists.txt', 'binding.d.ts', 'scripts/build.js', 'scripts/install.js']) {
       expect(pkg.files).toContain(f);
     }
     expect(pkg.files).not.toContain('prebuilds/');
-    // Blocked by default from npm 12 on; the binary comes from a platform package instead.
-    for (const s of ['preinstall', 'install', 'postinstall']) expect(pkg.scripts[s]).toBeUndefined();
-    expect(pkg.scripts.prepare).toBe('node scripts/install.js');
+    // node-gyp-build's convention: an install step that builds only where no prebuild loads.
+    expect(pkg.scripts.install).toBe('node scripts/install.js');
+    for (const s of ['preinstall', 'postinstall', 'prepare']) expect(pkg.scripts[s]).toBeUndefined();
+    // `npm run build` would first run the "prebuild" script (npm's pre- hook): no "build" script.
+    expect(pkg.scripts.prebuild).toBe('node scripts/prebuild.js');
+    expect(pkg.scripts.build).toBeUndefined();
     expect(pkg.bin['cuda-kernels']).toBe('dist/cli/main.js');
     expect(pkg.engines.node).toBeDefined();
     // The main package installs everywhere; the platform packages carry os/cpu/libc.
     expect(pkg.os).toBeUndefined();
     expect(pkg.cpu).toBeUndefined();
+  });
+
+  test('the packed package runs only scripts it ships: each install-time script names a file in the tarball', () => {
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    const files = new Set((JSON.parse(r.stdout)[0].files as { path: string }[]).map((f) => f.path));
+    expect(files.has('package.json')).toBe(true);
+    const installTime = ['preinstall', 'install', 'postinstall', 'prepare'].filter((k) => pkg.scripts[k]);
+    expect(installTime).toEqual(['install']);
+    for (const k of installTime) {
+      const [program, ...args] = pkg.scripts[k].split(' ');
+      expect(program).toBe('node');
+      expect({ script: k, file: args[0], shipped: files.has(args[0]) }).toEqual({
+        script: k,
+        file: args[0],
+        shipped: true,
+      });
+    }
+    // What the install step and the build it may start require at run time ships too.
+    for (const f of ['scripts/build.js', 'dist/loader.js', 'CMakeLists.txt']) expect(files.has(f)).toBe(true);
   });
 
   test('the platform packages are workspaces and optional dependencies, each declaring its system', () => {
@@ -48,20 +79,36 @@ describe('package.json', () => {
       expect(p.os).toEqual(['linux']);
       expect(p.cpu).toEqual(['x64']);
       expect(p.libc).toEqual(['glibc']);
-      expect(p.files).toEqual(['cuda_kernels.node', 'build-info.json']);
+      // prebuildify's layout, where node-gyp-build looks: prebuilds/<platform>-<arch>/*.node.
+      expect(p.files).toEqual(['prebuilds/', 'build-info.json']);
       expect(p.cudaKernels.maxGlibcSymbol).toMatch(/^2\.\d+$/);
       expect(p.description).toContain(`glibc ${p.cudaKernels.maxGlibcSymbol} or newer`);
       expect(p.description).toContain(`R${p.cudaKernels.minDriver} or newer`);
     }
   });
 
-  test('the runtime dependencies are few; charts and build tools are optional peers', () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['cli-progress', 'commander', 'string-width']);
-    for (const dep of ['node-gyp-build', 'cmake-js', 'node-addon-api', 'node-api-headers', 'vega', 'vega-lite']) {
+  test('the runtime dependencies are few: node-gyp-build finds the binary; charts are optional peers', () => {
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['commander', 'node-gyp-build', 'string-width']);
+    // node-gyp-build has no dependencies of its own (the install budget: check-package.sh).
+    const ngb = JSON.parse(fs.readFileSync(require.resolve('node-gyp-build/package.json'), 'utf8'));
+    expect(ngb.dependencies ?? {}).toEqual({});
+    // prebuildify makes the release binaries: a development tool, never installed with the package.
+    expect(pkg.devDependencies.prebuildify).toBeDefined();
+    for (const dep of ['prebuildify', 'cmake-js', 'node-addon-api', 'node-api-headers', 'vega', 'vega-lite']) {
       expect(pkg.dependencies[dep]).toBeUndefined();
+      expect(pkg.optionalDependencies[dep]).toBeUndefined();
     }
-    for (const dep of ['cmake-js', 'node-addon-api', 'node-api-headers']) {
-      expect(pkg.peerDependenciesMeta[dep]).toEqual({ optional: true });
+    // The build tools are fetched by the build that needs them, not declared for every install.
+    for (const dep of ['cmake-js', 'node-addon-api', 'node-api-headers'])
+      expect(pkg.peerDependencies[dep]).toBeUndefined();
+  });
+
+  test("the build tools a build fetches are pinned to the lockfile's versions", () => {
+    expect(Object.keys(BUILD_TOOLS).sort()).toEqual(['cmake-js', 'node-addon-api', 'node-api-headers']);
+    const lock = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8'));
+    for (const [name, version] of Object.entries(BUILD_TOOLS)) {
+      expect({ name, version }).toEqual({ name, version: lock.packages[`node_modules/${name}`].version });
+      expect(pkg.devDependencies[name]).toBeDefined();
     }
   });
 
@@ -146,7 +193,7 @@ describe('release binaries (npm run prebuild)', () => {
 
   const pkgDir = (v: string) => path.join(root, 'packages', `linux-x64-${v}`);
   for (const v of ['cuda13', 'cuda12']) {
-    const file = path.join(pkgDir(v), 'cuda_kernels.node');
+    const file: string = binaryOf(v);
     const present = fs.existsSync(file);
     (present ? test : test.skip)(
       `${v}: within 10 MB and the declared glibc, no libstdc++${present ? '' : ' [skipped: no npm run prebuild here]'}`,

@@ -126,11 +126,43 @@ describe('README.md', () => {
   test('keeps the sections that errors and the issue point readers to', () => {
     // lib/loader.ts's "no binary" message says: see the README, Requirements.
     expect(read('lib/loader.ts')).toMatch(/see the README, Requirements/);
-    for (const h of ['Install', 'Requirements', 'Command line', 'Dependencies and why']) {
+    for (const h of ['Try it', 'Install', 'Requirements', 'Command line', 'Dependencies and why']) {
       expect(readme).toMatch(new RegExp(`^## ${h}$`, 'm'));
     }
     expect(readme).toMatch(/TypeScript\s+≥ 5\.2/);
     expect(readme).toMatch(/Node ≥ 24/);
+  });
+});
+
+describe("the README's first screen", () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { readmeCommands } = require('../scripts/readme-commands.js');
+  const commands: string[] = readmeCommands(readme);
+
+  test('two commands for a clone: set up and run the demo, then the tests', () => {
+    expect(commands).toEqual(['npm install && npx cuda-kernels demo', 'npm test']);
+    // On the first screen: before the project-side install and the first example.
+    const lines = readme.split('\n');
+    const at = (text: string) => lines.findIndex((l) => l.includes(text));
+    expect(at(commands[0])).toBeGreaterThan(0);
+    expect(at(commands[0])).toBeLessThan(25);
+    expect(at('## Try it')).toBeLessThan(at('## Install'));
+    expect(at('## Install')).toBeLessThan(at('## First example'));
+  });
+
+  test('CI runs them: the README test command itself, and both in a fresh copy of the tree', () => {
+    const ci = read('.ci/run');
+    expect(ci).toMatch(new RegExp(`^${commands[1]}( |$)`, 'm'));
+    expect(ci).toMatch(/^bash scripts\/check-readme-commands\.sh /m);
+    const check = read('scripts/check-readme-commands.sh');
+    expect(check).toContain('node scripts/readme-commands.js');
+  });
+
+  test('the commands are read off the "## Try it" block, comments dropped', () => {
+    expect(
+      readmeCommands('# x\n\n## Try it\n\ntext\n\n```sh\na && b   # one\n\nc # two\n```\n\n## Next\n```sh\nd\n```\n'),
+    ).toEqual(['a && b', 'c']);
+    expect(() => readmeCommands('# x\n## Install\n')).toThrow(/no "## Try it" section/);
   });
 });
 

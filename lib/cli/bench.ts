@@ -129,14 +129,15 @@ export async function bench(
   if (!pairing && !wanted.includes('copy')) wanted.unshift('copy');
   // Every option, before anything touches the GPU.
   const jobs = planJobs(families, wanted, names, opts);
-  // Before the GPU work, not after it: a long run must not end on a missing chart package.
-  if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
+  // The GPU next: without one, installing the chart packages would not help.
   if (deviceCount() === 0) {
     const reason = (runtimeInfo().noDeviceReason ?? 'no CUDA device').replace(/\s+/g, ' ');
     throw new Error(`cannot benchmark without a GPU: ${reason}`);
   }
   if (opts.device >= deviceCount())
     throw new RangeError(`--device ${opts.device}: there are ${deviceCount()} device(s), 0 to ${deviceCount() - 1}`);
+  // Before the GPU work, not after it: a long run must not end on a missing chart package.
+  if (opts.charts !== false) requirePackages(CHART_PACKAGES, 'drawing the charts', 'pass --no-charts');
   const planned = jobs.reduce((sum, j) => sum + (j.family.plan?.({ ...j.ctx, progress: () => {} }) ?? 0), 0);
   const props = deviceProperties(opts.device);
   const stamp = newRunStamp(currentCommit());

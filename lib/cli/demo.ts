@@ -1,21 +1,40 @@
-import { deviceRelativeError, empty, upload } from '../array';
 import { atA as cpuAtA } from '../cpu/ata';
-import { randomArray, relativeError } from '../cpu/index';
-import { cublasInfo, deviceCount, deviceProperties, runtimeInfo } from '../device';
-import { median, timeGpu } from '../bench/harness';
-import { atA, ataMethods } from '../ops/ata';
-import { gemm, type GemmOptions } from '../ops/gemm';
 import { gemm as cpuGemm } from '../cpu/gemm';
+import { randomArray, relativeError } from '../cpu/index';
 import { makeTable } from './table';
 
-const gflops = (rows: number, cols: number, ms: number) => ((2 * rows * cols * cols) / ms / 1e6).toFixed(0);
+import type { GemmOptions } from '../ops/gemm';
+
+/** A rate with three significant digits where it is small: a CPU's 0.85 GFLOP/s is not "1". */
+export function formatRate(rate: number): string {
+  if (!Number.isFinite(rate)) return String(rate);
+  return rate >= 100 ? rate.toFixed(0) : rate >= 10 ? rate.toFixed(1) : rate.toFixed(2);
+}
+
+const gflops = (rows: number, cols: number, ms: number) => formatRate((2 * rows * cols * cols) / ms / 1e6);
+
+/** The GPU side of the demo, loaded only when it runs: loading it loads the native binary. */
+async function gpuModules() {
+  const [array, device, harness, ata, gemm] = await Promise.all([
+    import('../array'),
+    import('../device'),
+    import('../bench/harness'),
+    import('../ops/ata'),
+    import('../ops/gemm'),
+  ]);
+  return { array, device, harness, ata, gemm };
+}
+
+type Gpu = Awaited<ReturnType<typeof gpuModules>>;
 
 /**
- * `npm run demo`: C = AᵀA for a random float64 A with every method, timed with CUDA events and
- * checked — against the CPU reference on a small A, and against cuBLAS on a large one. Without a
- * GPU it says so and runs the CPU reference.
+ * `npx cuda-kernels demo`: C = AᵀA for a random float64 A with every method, timed with CUDA
+ * events and checked — against the CPU reference on a small A, and against cuBLAS on a large one —
+ * then SGEMM the same way. Without a GPU (no binary, no driver, no device) it runs the CPU
+ * reference and says why there is no GPU. Returns the exit code: 1 only when a check failed (the
+ * rule of every command, docs/cli.md: a missing GPU fails only the commands that need one).
  */
-export function demo(out: (line: string) => void = console.log): void {
+export async function demo(out: (line: string) => void = console.log): Promise<number> {
   const [rows, cols] = [2048, 512];
   const host = randomArray(Float64Array, rows * cols, (Date.now() & 0xffff) + 1);
   const t0 = process.hrtime.bigint();
@@ -32,11 +51,26 @@ export function demo(out: (line: string) => void = console.log): void {
     'reference',
   ]);
 
+  let gpu: Gpu;
+  try {
+    gpu = await gpuModules();
+  } catch (e) {
+    // No binary loads: the CPU reference needs none. What was tried: `npx cuda-kernels info`.
+    const first = (e instanceof Error ? e.message : String(e)).split('\n')[0].replace(/^cuda-kernels: /, '');
+    out(`No GPU: ${first} (npx cuda-kernels info lists what was tried and the possible solutions).`);
+    out('Ran the CPU reference only.');
+    out(small.toString());
+    return 0;
+  }
+  const { cublasInfo, deviceCount, deviceProperties, runtimeInfo } = gpu.device;
+  const { upload, empty, deviceRelativeError } = gpu.array;
+  const { median, timeGpu } = gpu.harness;
+  const { atA, ataMethods } = gpu.ata;
   if (deviceCount() === 0) {
     out(`No GPU: ${runtimeInfo().noDeviceReason}`);
     out('Ran the CPU reference only.');
     out(small.toString());
-    return;
+    return 0;
   }
   const name = deviceProperties(0).name;
   const methods = ataMethods.filter((m) => cublasInfo().available || !m.startsWith('cublas'));
@@ -82,12 +116,16 @@ export function demo(out: (line: string) => void = console.log): void {
     ]);
   }
   out(large.toString());
-  failed = demoGemm(out) || failed;
-  if (failed) process.exitCode = 1;
+  failed = demoGemm(gpu, out) || failed;
+  return failed ? 1 : 0;
 }
 
 /** SGEMM: every variant on a 512³ product checked against the CPU, then timed at 4096³. */
-function demoGemm(out: (line: string) => void): boolean {
+function demoGemm(gpu: Gpu, out: (line: string) => void): boolean {
+  const { cublasInfo } = gpu.device;
+  const { empty, deviceRelativeError } = gpu.array;
+  const { median, timeGpu } = gpu.harness;
+  const { gemm } = gpu.gemm;
   const variants: [string, GemmOptions][] = [
     ['naive', { method: 'naive' }],
     ['shared (tile 32)', { method: 'shared', tile: 32 }],
@@ -109,7 +147,7 @@ function demoGemm(out: (line: string) => void): boolean {
       const ms = median(timeGpu(() => gemm(a, b, n, n, n, { ...options, out: c }), { device: 0, reps: 5, warmup: 1 }));
       const err = ref ? relativeError(c.toHostSync(), ref) : deviceRelativeError(c, reference);
       failed ||= !(err < 1e-5);
-      const rate = ((2 * n ** 3) / ms / 1e6).toFixed(0);
+      const rate = formatRate((2 * n ** 3) / ms / 1e6);
       table.push([`${n}³`, label, ms.toFixed(3), rate, err.toExponential(1), err < 1e-5 ? 'ok' : 'FAIL']);
     }
   }

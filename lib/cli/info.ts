@@ -10,8 +10,8 @@ const KiB = 1024;
 
 /** Options of `cuda-kernels info`. */
 export interface InfoOptions {
-  /** Exit 0 even when no GPU is usable (`--allow-no-gpu`), e.g. in a setup script that only reports. */
-  allowNoGpu?: boolean;
+  /** Exit 1 when no GPU is usable (`--require-gpu`), for a script that needs one. */
+  requireGpu?: boolean;
 }
 
 function version(): string {
@@ -42,11 +42,12 @@ export function binaryLines(b: BinaryInfo): string[] {
 
 /**
  * `cuda-kernels info`: the package and system, which binary was loaded and why, the CUDA runtime,
- * and the device table (or why there is no device). Returns the exit code: 1 when no GPU is usable
- * (no binary loads, no driver, no device) unless `allowNoGpu`.
+ * and the device table (or why there is no device). Returns the exit code: 0 when it could say all
+ * that, with or without a GPU; 1 when no GPU is usable (no binary loads, no driver, no device) and
+ * `requireGpu` asks for one.
  */
 export async function info(opts: InfoOptions = {}, out: (line: string) => void = console.log): Promise<number> {
-  const noGpu = opts.allowNoGpu ? 0 : 1;
+  const noGpu = opts.requireGpu ? 1 : 0;
   out(`cuda-kernels ${version()} (${system()})`);
   let device: typeof import('../device');
   try {

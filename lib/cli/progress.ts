@@ -1,6 +1,8 @@
-// The bench command's progress over its planned steps: a cli-progress bar with the current item
-// and an ETA on a terminal, one plain line per step elsewhere (logs, CI, a GPU host's bench.log).
-import { SingleBar } from 'cli-progress';
+// The bench command's progress over its planned steps: a bar with the current item and an ETA,
+// redrawn in place on a terminal, one plain line per step elsewhere (logs, CI, a GPU host's
+// bench.log). A few lines of ours rather than a progress package, which would put the install
+// over its budget of 10 packages (scripts/check-package.sh).
+import stringWidth from 'string-width';
 
 /** Progress over a known number of steps; `total` may grow where a family has no plan. */
 export interface Progress {
@@ -35,37 +37,31 @@ export function createProgress(
   const started = now();
   let done = -1;
   if (stream.isTTY) {
-    const bar = new SingleBar({
-      stream,
-      format: '{bar} {value}/{total} steps | {elapsed} elapsed, ETA {left} | {item}',
-      barCompleteChar: '\u2588',
-      barIncompleteChar: '\u2591',
-      barsize: 24,
-      hideCursor: true,
-      // The work is synchronous and blocks the event loop: redraw on every update, not on a timer.
-      synchronousUpdate: true,
-      clearOnComplete: false,
-      stopOnComplete: false,
-    });
-    const times = () => {
+    const BAR = 24;
+    const draw = (item: string) => {
       const elapsed = (now() - started) / 1e3;
-      return { elapsed: seconds(elapsed), left: done > 0 ? seconds(eta(done, total, elapsed)) : '?' };
+      const shown = Math.max(done, 0);
+      const filled = total > 0 ? Math.min(BAR, Math.round((BAR * shown) / total)) : 0;
+      const left = done > 0 ? seconds(eta(done, total, elapsed)) : '?';
+      let line = `${'\u2588'.repeat(filled)}${'\u2591'.repeat(BAR - filled)} ${shown}/${total} steps | ${seconds(elapsed)} elapsed, ETA ${left} | ${item}`;
+      // One terminal row: a longer line would wrap, and \r would then redraw only its last row.
+      const columns = stream.columns || 80;
+      while (line.length > 0 && stringWidth(line) > columns - 1) line = line.slice(0, -1);
+      stream.write(`\r\u001b[2K${line}`);
     };
-    bar.start(total, 0, { item: 'starting', ...times() });
+    draw('starting');
     return {
       step(item) {
         done++;
-        bar.update(Math.max(done, 0), { item, ...times() });
-        bar.render();
+        draw(item);
       },
       grow(steps) {
         total += steps;
-        bar.setTotal(total);
       },
       stop() {
         done = total;
-        bar.update(total, { item: 'done', ...times() });
-        bar.stop();
+        draw('done');
+        stream.write('\n');
       },
     };
   }

@@ -1,6 +1,6 @@
 // Boxed text tables for the CLI. A few lines instead of cli-table3: that package and its colour
-// dependency would put the install over its budget of 10 packages (check-package.sh), and
-// string-width is already there for cli-progress.
+// dependency would put the install over its budget of 10 packages (check-package.sh).
+// string-width gives cells their display width (wide characters, emoji); the progress bar uses it too.
 import stringWidth from 'string-width';
 
 /** A table with a header row; `push` rows of cells, then `toString()`. */

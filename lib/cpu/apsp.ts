@@ -1,4 +1,4 @@
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, elements, inWords } from '../errors';
 import { INF } from '../ops/apsp-spec';
 
 /** Distances and next hops from `cpu.apsp` with `paths: true` (the layout of the GPU's {@link ApspResult}). */
@@ -27,8 +27,7 @@ export function apsp(weights: Int32Array, n: number, options: CpuApspOptions & {
 export function apsp(weights: Int32Array, n: number, options: CpuApspOptions = {}): Int32Array | CpuApspResult {
   if (!(weights instanceof Int32Array)) throw typeError('weights', 'an Int32Array', weights);
   checkInteger('n', n, 1);
-  if (weights.length !== n * n)
-    throw rangeError('weights', `n·n = ${n * n} elements long`, `${weights.length} elements`);
+  if (weights.length !== n * n) throw rangeError('weights', `n·n = ${n * n} elements long`, elements(weights.length));
   const paths = options.paths ?? false;
   const onRound = options.onRound;
   if (onRound !== undefined && typeof onRound !== 'function') throw typeError('options.onRound', 'a function', onRound);
@@ -36,7 +35,7 @@ export function apsp(weights: Int32Array, n: number, options: CpuApspOptions = {
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
       const w = d[i * n + j];
-      if (w < 0 || w > INF) throw rangeError('weights', 'weights in [0, INF]', `${w} at [${i}][${j}]`);
+      if (w < 0 || w > INF) throw rangeError('weights', 'weights in [0, INF]', inWords(`${w} at [${i}][${j}]`));
     }
     d[i * n + i] = 0;
   }

@@ -1,4 +1,4 @@
-import { checkInteger, rangeError } from '../errors';
+import { checkInteger, rangeError, elements } from '../errors';
 
 /**
  * C = AᵀA in float64 for a row-major rows×cols matrix A; returns the full cols×cols matrix,
@@ -7,8 +7,7 @@ import { checkInteger, rangeError } from '../errors';
 export function atA(a: ArrayLike<number>, rows: number, cols: number): Float64Array {
   checkInteger('rows', rows, 1);
   checkInteger('cols', cols, 1);
-  if (a.length !== rows * cols)
-    throw rangeError('a', `rows·cols = ${rows * cols} elements long`, `${a.length} elements`);
+  if (a.length !== rows * cols) throw rangeError('a', `rows·cols = ${rows * cols} elements long`, elements(a.length));
   const c = new Float64Array(cols * cols);
   for (let i = 0; i < cols; i++) {
     const ci = i * cols;

@@ -1,4 +1,4 @@
-import { checkInteger, rangeError } from '../errors';
+import { checkInteger, rangeError, elements } from '../errors';
 
 /**
  * C = A·B for row-major A (m×k) and B (k×n), accumulated in float64 in i-k-j order (the innermost
@@ -8,8 +8,8 @@ export function gemm(a: ArrayLike<number>, b: ArrayLike<number>, m: number, k: n
   checkInteger('m', m, 1);
   checkInteger('k', k, 1);
   checkInteger('n', n, 1);
-  if (a.length !== m * k) throw rangeError('a', `m·k = ${m * k} elements long`, `${a.length} elements`);
-  if (b.length !== k * n) throw rangeError('b', `k·n = ${k * n} elements long`, `${b.length} elements`);
+  if (a.length !== m * k) throw rangeError('a', `m·k = ${m * k} elements long`, elements(a.length));
+  if (b.length !== k * n) throw rangeError('b', `k·n = ${k * n} elements long`, elements(b.length));
   const c = new Float64Array(m * n);
   for (let i = 0; i < m; i++) {
     const ci = i * n;

@@ -7,7 +7,7 @@ import { checkArray, copyDevice, type DeviceArray, empty, upload } from '../arra
 import { holdArrays } from '../async';
 import { randomArray } from '../cpu/index';
 import { INF } from '../ops/apsp-spec';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, inWords, elements } from '../errors';
 import { native } from '../native';
 import { APSP_DIST_MAX_N, type RandomGraphOptions, randomGraphParams } from '../ops/apsp';
 import { reduce } from '../ops/scan';
@@ -317,12 +317,16 @@ export async function apspDistributed(
       if (rows > 0 || input.band !== null) {
         userBand = checkArray('input.band', input.band, 'int32');
         if (userBand.device !== device)
-          throw rangeError('input.band', `on the communicator's device ${device}`, `device ${userBand.device}`);
+          throw rangeError(
+            'input.band',
+            `on the communicator's device ${device}`,
+            inWords(`device ${userBand.device}`),
+          );
         if (userBand.length !== rows * nLocal) {
           throw rangeError(
             'input.band',
             `this rank's ${rows} rows × n = ${rows * nLocal} elements`,
-            `${userBand.length} elements`,
+            elements(userBand.length),
           );
         }
         release = holdArrays('apspDistributed', [userBand], []);
@@ -335,13 +339,13 @@ export async function apspDistributed(
         const m = input.matrix;
         if (m instanceof Int32Array) {
           if (m.length !== nLocal * nLocal)
-            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${m.length} elements`);
+            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, elements(m.length));
         } else {
           const d = checkArray('input.matrix', m, 'int32');
           if (d.length !== nLocal * nLocal)
-            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, `${d.length} elements`);
+            throw rangeError('input.matrix', `n·n = ${nLocal * nLocal} elements`, elements(d.length));
           if (d.device !== device)
-            throw rangeError('input.matrix', `on the communicator's device ${device}`, `device ${d.device}`);
+            throw rangeError('input.matrix', `on the communicator's device ${device}`, inWords(`device ${d.device}`));
           release = holdArrays('apspDistributed', [d], []);
         }
         matrix = m;
@@ -639,9 +643,9 @@ export async function apspBellmanCheck(
       const b = checkArray('result.band', result.band, 'int32') as DeviceArray<'int32'>;
       b.handle('result.band');
       if (b.device !== device)
-        throw rangeError('result.band', `on the communicator's device ${device}`, `device ${b.device}`);
+        throw rangeError('result.band', `on the communicator's device ${device}`, inWords(`device ${b.device}`));
       if (b.length !== rows * n)
-        throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, `${b.length} elements`);
+        throw rangeError('result.band', `this rank's ${rows} rows × n = ${rows * n} elements`, elements(b.length));
     }
   } catch (e) {
     failure = e;

@@ -1,7 +1,7 @@
 import type { CommHandle } from '../../binding';
 import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
 import { deviceCount } from '../device';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, inWords, elements } from '../errors';
 import { native } from '../native';
 import { joinBootstrap, serveBootstrap } from './bootstrap';
 import { bootstrapAddress, DEFAULT_MASTER_PORT, jobIdFromEnv, type RankSource, rankFromEnv } from './env';
@@ -392,7 +392,7 @@ export class Communicator {
   #checkArray<D extends Dtype>(name: string, arr: DeviceArray<D>, dtype?: D): DeviceArray<D> {
     checkArray(name, arr, dtype);
     if (arr.device !== this.device) {
-      throw rangeError(name, `on the communicator's device ${this.device}`, `device ${arr.device}`);
+      throw rangeError(name, `on the communicator's device ${this.device}`, inWords(`device ${arr.device}`));
     }
     return arr;
   }
@@ -486,8 +486,7 @@ export class Communicator {
     this.#checkArray('arr', arr);
     const code = this.#op(op);
     const out = options.out === undefined ? arr : this.#checkArray('options.out', options.out, arr.dtype);
-    if (out.length !== arr.length)
-      throw rangeError('options.out', `${arr.length} elements long`, `${out.length} elements`);
+    if (out.length !== arr.length) throw rangeError('options.out', `${arr.length} elements long`, elements(out.length));
     return this.#queue('allReduce', KIND.allReduce, arr, 0, out, 0, arr.length, code, 0, out);
   }
 
@@ -526,7 +525,7 @@ export class Communicator {
     this.#checkArray('arr', arr);
     const code = this.#op(op);
     if (arr.length % this.size !== 0) {
-      throw rangeError('arr', `a multiple of the size (${this.size}) long`, `${arr.length} elements`);
+      throw rangeError('arr', `a multiple of the size (${this.size}) long`, elements(arr.length));
     }
     const m = arr.length / this.size;
     return this.#intoSeparateOutput(arr, options.out, m, `length / size = ${m}`, (out) =>
@@ -547,8 +546,7 @@ export class Communicator {
   ): R {
     if (out !== undefined) {
       this.#checkArray('options.out', out, arr.dtype);
-      if (out.length !== length)
-        throw rangeError('options.out', `${lengthSaid} elements long`, `${out.length} elements`);
+      if (out.length !== length) throw rangeError('options.out', `${lengthSaid} elements long`, elements(out.length));
       if (out === arr) throw new RangeError('options.out must not be arr');
       return queue(out);
     }

@@ -1,7 +1,7 @@
 // Data-parallel training of the Mlp: the checks and the start of Mlp.train with a communicator (the
 // per-batch gradient sums are queued by the native training loop itself).
 import { type DeviceArray, empty, upload } from '../array';
-import { typeError, rangeError } from '../errors';
+import { typeError, rangeError, inWords } from '../errors';
 import { Communicator } from './communicator';
 
 const ignore = () => {};
@@ -17,7 +17,11 @@ export function dataParallelHandle(comm: unknown, device: number): Communicator 
   if (!(comm instanceof Communicator)) throw typeError('options.comm', 'a Communicator', comm);
   comm.live('Mlp.train');
   if (comm.device !== device) {
-    throw rangeError('options.comm', `on the network's device ${device}`, `a communicator on device ${comm.device}`);
+    throw rangeError(
+      'options.comm',
+      `on the network's device ${device}`,
+      inWords(`a communicator on device ${comm.device}`),
+    );
   }
   return comm;
 }

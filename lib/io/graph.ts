@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { APSP_MAX_N, INF } from '../ops/apsp-spec';
-import { rangeError, typeError } from '../errors';
+import { elements, rangeError, typeError } from '../errors';
 
 /**
  * Formats of a graph (weight-matrix) file.
@@ -112,7 +112,7 @@ function checkMatrix(name: string, matrix: unknown, n: unknown): number {
   if (!(matrix instanceof Int32Array)) throw typeError(name, 'an Int32Array', matrix);
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_V)
     throw rangeError('n', `an integer in [1, ${MAX_V}] (what the readers take)`, n);
-  if (matrix.length !== n * n) throw rangeError(name, `n·n = ${n * n} elements long`, `${matrix.length} elements`);
+  if (matrix.length !== n * n) throw rangeError(name, `n·n = ${n * n} elements long`, elements(matrix.length));
   for (let e = 0; e < matrix.length; e++) {
     const v = matrix[e];
     if (v < 0 || v > INF) {

@@ -2,7 +2,7 @@ import { checkArray, type DeviceArray, empty } from '../array';
 import { abortError, AbortError, isCancelled, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
 import { APSP_MAX_N, apspBlockFactor, apspMethods, INF } from './apsp-spec';
 import { checkDevice } from '../device';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, elements, inWords } from '../errors';
 import { native } from '../native';
 import { canAccessPeer, checkDeviceIndex, peerCopy } from './peer';
 import { reduce } from './scan';
@@ -187,7 +187,7 @@ type ApspPlan =
 function planApsp(dist: DeviceArray<'int32'>, n: number, options: ApspOptions): ApspPlan {
   checkArray('dist', dist, 'int32');
   checkInteger('n', n, 1, APSP_MAX_N);
-  if (n * n !== dist.length) throw rangeError('dist', `n·n = ${n * n} elements long`, `${dist.length} elements`);
+  if (n * n !== dist.length) throw rangeError('dist', `n·n = ${n * n} elements long`, elements(dist.length));
   if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
   const method = options.method ?? 'auto';
   if (method !== 'auto' && method !== 'replicated' && !(apspMethods as readonly string[]).includes(method)) {
@@ -210,8 +210,9 @@ function planApsp(dist: DeviceArray<'int32'>, n: number, options: ApspOptions): 
   const out = options.out;
   if (out !== undefined) {
     checkArray('options.out', out, 'int32');
-    if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, `${out.length} elements`);
-    if (out.device !== dist.device) throw rangeError('options.out', `on device ${dist.device}`, `device ${out.device}`);
+    if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, elements(out.length));
+    if (out.device !== dist.device)
+      throw rangeError('options.out', `on device ${dist.device}`, inWords(`device ${out.device}`));
     if (out === dist)
       throw new RangeError('options.out must not be dist: the input is read while the output is written');
   }
@@ -220,10 +221,10 @@ function planApsp(dist: DeviceArray<'int32'>, n: number, options: ApspOptions): 
 
 function checkDevices(value: unknown): number[] {
   if (!Array.isArray(value)) throw typeError('options.devices', 'an array of device indices', value);
-  if (value.length === 0) throw rangeError('options.devices', 'at least one device index', 'an empty array');
+  if (value.length === 0) throw rangeError('options.devices', 'at least one device index', inWords('an empty array'));
   const devices = value.map((d, i) => checkDeviceIndex(`options.devices[${i}]`, d));
   if (new Set(devices).size !== devices.length) {
-    throw rangeError('options.devices', 'distinct device indices', `[${devices.join(', ')}]`);
+    throw rangeError('options.devices', 'distinct device indices', inWords(`[${devices.join(', ')}]`));
   }
   return devices;
 }
@@ -264,16 +265,20 @@ function planMulti(
     throw rangeError('options.paths', 'false with several devices (paths are single-GPU only)', options.paths);
   }
   if (options.onRound !== undefined) {
-    throw rangeError('options.onRound', 'undefined with several devices (progress is single-GPU only)', 'a value');
+    throw rangeError(
+      'options.onRound',
+      'undefined with several devices (progress is single-GPU only)',
+      inWords('a value'),
+    );
   }
   const validate = options.validate ?? true;
   if (typeof validate !== 'boolean') throw typeError('options.validate', 'a boolean', validate);
   const out = options.out;
   if (out !== undefined) {
     checkArray('options.out', out, 'int32');
-    if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, `${out.length} elements`);
+    if (out.length !== n * n) throw rangeError('options.out', `n·n = ${n * n} elements long`, elements(out.length));
     if (out.device !== devices[0])
-      throw rangeError('options.out', `on devices[0] = ${devices[0]}`, `device ${out.device}`);
+      throw rangeError('options.out', `on devices[0] = ${devices[0]}`, inWords(`device ${out.device}`));
     if (out === dist)
       throw new RangeError('options.out must not be dist: the input is read while the output is written');
   }
@@ -341,7 +346,11 @@ export async function apspAsync(
 ): Promise<DeviceArray<'int32'> | ApspResult> {
   const what = 'apspAsync';
   if (typeof options === 'object' && options !== null && (options as ApspOptions).onRound !== undefined) {
-    throw typeError('options.onRound', 'undefined (apspAsync reports progress through options.onProgress)', 'a value');
+    throw typeError(
+      'options.onRound',
+      'undefined (apspAsync reports progress through options.onProgress)',
+      inWords('a value'),
+    );
   }
   const plan = planApsp(dist, n, options);
   const { signal, onProgress } = resolveAsync(options, true);

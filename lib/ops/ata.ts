@@ -1,6 +1,6 @@
 import { checkArray, type DeviceArray, empty } from '../array';
 import { cublasInfo, deviceProperties } from '../device';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, elements, inWords } from '../errors';
 import { native } from '../native';
 
 /**
@@ -68,7 +68,7 @@ export function atA(
   checkInteger('rows', rows, 1);
   checkInteger('cols', cols, 1);
   if (rows * cols !== dA.length) {
-    throw rangeError('dA', `rows·cols = ${rows}·${cols} = ${rows * cols} elements long`, `${dA.length} elements`);
+    throw rangeError('dA', `rows·cols = ${rows}·${cols} = ${rows * cols} elements long`, elements(dA.length));
   }
   if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
   const method = options.method ?? 'auto';
@@ -80,9 +80,10 @@ export function atA(
   if (out !== undefined) {
     checkArray('options.out', out, 'float64');
     if (out.length !== cols * cols) {
-      throw rangeError('options.out', `cols·cols = ${cols * cols} elements long`, `${out.length} elements`);
+      throw rangeError('options.out', `cols·cols = ${cols * cols} elements long`, elements(out.length));
     }
-    if (out.device !== dA.device) throw rangeError('options.out', `on device ${dA.device}`, `device ${out.device}`);
+    if (out.device !== dA.device)
+      throw rangeError('options.out', `on device ${dA.device}`, inWords(`device ${out.device}`));
     if (out === dA) throw new RangeError('options.out must not be dA: C is written while A is still being read');
   }
   const owned = out === undefined;

@@ -1,6 +1,6 @@
 import { checkArray, type DeviceArray, empty } from '../array';
 import { cublasInfo } from '../device';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, elements, inWords } from '../errors';
 import { native } from '../native';
 
 /**
@@ -61,9 +61,9 @@ export function gemm(
   checkInteger('m', m, 1);
   checkInteger('k', k, 1);
   checkInteger('n', n, 1);
-  if (m * k !== dA.length) throw rangeError('dA', `m·k = ${m}·${k} = ${m * k} elements long`, `${dA.length} elements`);
-  if (k * n !== dB.length) throw rangeError('dB', `k·n = ${k}·${n} = ${k * n} elements long`, `${dB.length} elements`);
-  if (dB.device !== dA.device) throw rangeError('dB', `on device ${dA.device}`, `device ${dB.device}`);
+  if (m * k !== dA.length) throw rangeError('dA', `m·k = ${m}·${k} = ${m * k} elements long`, elements(dA.length));
+  if (k * n !== dB.length) throw rangeError('dB', `k·n = ${k}·${n} = ${k * n} elements long`, elements(dB.length));
+  if (dB.device !== dA.device) throw rangeError('dB', `on device ${dA.device}`, inWords(`device ${dB.device}`));
   if (typeof options !== 'object' || options === null) throw typeError('options', 'an object', options);
   const method = options.method ?? 'auto';
   if (method !== 'auto' && !(gemmMethods as readonly string[]).includes(method)) {
@@ -78,8 +78,9 @@ export function gemm(
   let out = options.out;
   if (out !== undefined) {
     checkArray('options.out', out, 'float32');
-    if (out.length !== m * n) throw rangeError('options.out', `m·n = ${m * n} elements long`, `${out.length} elements`);
-    if (out.device !== dA.device) throw rangeError('options.out', `on device ${dA.device}`, `device ${out.device}`);
+    if (out.length !== m * n) throw rangeError('options.out', `m·n = ${m * n} elements long`, elements(out.length));
+    if (out.device !== dA.device)
+      throw rangeError('options.out', `on device ${dA.device}`, inWords(`device ${out.device}`));
     if (out === dA || out === dB)
       throw new RangeError('options.out must not be dA or dB: C is written while they are read');
   }

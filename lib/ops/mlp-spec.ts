@@ -2,7 +2,7 @@
 // reference `cpu.Mlp` (lib/cpu/mlp.ts): options and their checks, the seeded initialisation, the
 // parameter layout and the weights format. It loads no binary, so the CPU reference stays usable
 // without one.
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, elements, inWords } from '../errors';
 
 /** Activations of the hidden layers. */
 export const mlpActivations = ['sigmoid', 'tanh', 'relu'] as const;
@@ -223,14 +223,13 @@ export function checkPatterns(layers: readonly number[], X: { length: number }, 
   const nIn = layers[0];
   const nOut = layers[layers.length - 1];
   if (X.length === 0 || X.length % nIn !== 0)
-    throw rangeError('X', `a non-empty multiple of nIn = ${nIn} elements long`, `${X.length} elements`);
+    throw rangeError('X', `a non-empty multiple of nIn = ${nIn} elements long`, elements(X.length));
   const P = X.length / nIn;
   if (P > 2 ** 31 - 1) throw rangeError('X', 'at most 2^31 − 1 patterns', P);
   if (T !== undefined) {
-    if (T.length % nOut !== 0)
-      throw rangeError('T', `a multiple of nOut = ${nOut} elements long`, `${T.length} elements`);
+    if (T.length % nOut !== 0) throw rangeError('T', `a multiple of nOut = ${nOut} elements long`, elements(T.length));
     if (T.length / nOut !== P)
-      throw rangeError('T', `${P} patterns (as many as X) of ${nOut}`, `${T.length / nOut} patterns`);
+      throw rangeError('T', `${P} patterns (as many as X) of ${nOut}`, inWords(`${T.length / nOut} patterns`));
   }
   return P;
 }

@@ -22,7 +22,7 @@ import { checkDevice, cublasInfo } from '../device';
 import { type Communicator } from '../distributed/communicator';
 import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '../distributed/mlp';
 import { asNcclError } from '../distributed/nccl';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, inWords } from '../errors';
 import { native } from '../native';
 import { reduce, reduceAsync } from './scan';
 import { EventTimer } from '../timing';
@@ -558,7 +558,8 @@ export class Mlp {
   #input(name: string, value: MlpInput, owned: DeviceArray[]): DeviceArray<'float32'> {
     if (value instanceof DeviceArray) {
       checkArray(name, value, 'float32');
-      if (value.device !== this.device) throw rangeError(name, `on device ${this.device}`, `device ${value.device}`);
+      if (value.device !== this.device)
+        throw rangeError(name, `on device ${this.device}`, inWords(`device ${value.device}`));
       return value;
     }
     const isTyped = ArrayBuffer.isView(value) && !(value instanceof DataView);

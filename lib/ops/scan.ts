@@ -1,7 +1,7 @@
 import { checkArray, type DeviceArray, type Dtype, empty } from '../array';
 import { type AsyncOptions, resolveAsync, throwIfAborted } from '../async';
 import { reduceOpIndex, type ReduceOp } from './scan-spec';
-import { rangeError, typeError } from '../errors';
+import { rangeError, typeError, elements, inWords } from '../errors';
 import { native } from '../native';
 
 /**
@@ -58,9 +58,9 @@ export function scan<D extends Dtype>(arr: DeviceArray<D>, options: ScanOptions 
   let out = options.out as DeviceArray<D> | undefined;
   if (out !== undefined) {
     checkArray('options.out', out, arr.dtype);
-    if (out.length !== arr.length)
-      throw rangeError('options.out', `${arr.length} elements long`, `${out.length} elements`);
-    if (out.device !== arr.device) throw rangeError('options.out', `on device ${arr.device}`, `device ${out.device}`);
+    if (out.length !== arr.length) throw rangeError('options.out', `${arr.length} elements long`, elements(out.length));
+    if (out.device !== arr.device)
+      throw rangeError('options.out', `on device ${arr.device}`, inWords(`device ${out.device}`));
   }
   const owned = out === undefined;
   out ??= empty(arr.dtype, arr.length, { device: arr.device, shape: arr.shape });

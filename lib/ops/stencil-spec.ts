@@ -1,4 +1,4 @@
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, rangeError, typeError, inWords, elements } from '../errors';
 
 // What a stencil problem is, shared by the GPU op (lib/ops/stencil.ts) and the CPU reference
 // (lib/cpu/stencil.ts): the weights, the options and their checks, the result. It loads no binary,
@@ -43,7 +43,7 @@ export function resolveStencilOptions(options: StencilOptions): ResolvedStencilO
     if (typeof given !== 'object' || given === null || typeof (given as ArrayLike<number>).length !== 'number')
       throw typeError('options.weights', 'a preset name or an array of 9 numbers', given);
     if (given.length !== 9)
-      throw rangeError('options.weights', '9 numbers (3×3, row-major)', `${given.length} numbers`);
+      throw rangeError('options.weights', '9 numbers (3×3, row-major)', inWords(`${given.length} numbers`));
     weights = new Float64Array(9);
     for (let i = 0; i < 9; i++) {
       const w = given[i];
@@ -64,7 +64,7 @@ export function checkGridShape(length: number, rows: unknown, cols: unknown): vo
   checkInteger('rows', rows, 1);
   checkInteger('cols', cols, 1);
   if ((rows as number) * (cols as number) !== length)
-    throw rangeError('grid', `rows·cols = ${(rows as number) * (cols as number)} elements long`, `${length} elements`);
+    throw rangeError('grid', `rows·cols = ${(rows as number) * (cols as number)} elements long`, elements(length));
 }
 
 /** What {@link stencil} and `cpu.stencil` return. */

@@ -6,7 +6,7 @@ import {
   type StencilOptions as CpuStencilOptions,
   type StencilResult,
 } from './stencil-spec';
-import { checkInteger, rangeError } from '../errors';
+import { checkInteger, rangeError, elements, inWords } from '../errors';
 import { native } from '../native';
 import { reduce, reduceAsync } from './scan';
 
@@ -76,9 +76,9 @@ function planStencil(grid: DeviceArray, rows: number, cols: number, options: Ste
     if (arr === undefined) continue;
     checkArray(`options.${name}`, arr, grid.dtype);
     if (arr.length !== grid.length)
-      throw rangeError(`options.${name}`, `${grid.length} elements long`, `${arr.length} elements`);
+      throw rangeError(`options.${name}`, `${grid.length} elements long`, elements(arr.length));
     if (arr.device !== grid.device)
-      throw rangeError(`options.${name}`, `on device ${grid.device}`, `device ${arr.device}`);
+      throw rangeError(`options.${name}`, `on device ${grid.device}`, inWords(`device ${arr.device}`));
     if (given.includes(arr)) throw new RangeError(`options.${name} must be an array other than grid and options.out`);
     given.push(arr);
   }

@@ -9,16 +9,30 @@ const path = require('node:path');
 const root = path.join(__dirname, '..', '..');
 const nativeModule = path.join(root, 'lib', 'native.ts');
 
-/** Where a binary may be in a clone (lib/loader.ts looks in the same places). */
+/** Where a binary may be in a clone: what node-gyp-build finds where lib/loader.ts looks. */
 function binaryFiles() {
   if (process.env.CUDA_KERNELS_BINARY) return [path.resolve(process.env.CUDA_KERNELS_BINARY)];
-  const files = [path.join(root, 'build', 'Release', 'cuda_kernels.node')];
+  const find = require('node-gyp-build').path;
+  const dirs = [root];
   for (const v of ['cuda13', 'cuda12']) {
-    files.push(
-      path.join(root, 'node_modules', '@cuda-kernels', `${process.platform}-${process.arch}-${v}`, 'cuda_kernels.node'),
-    );
+    dirs.push(path.join(root, 'node_modules', '@cuda-kernels', `${process.platform}-${process.arch}-${v}`));
   }
-  return files;
+  return dirs.flatMap((dir) => {
+    try {
+      return [find(dir)];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Why there is no build: what the install step wrote (scripts/install.js), else what is missing. */
+function notBuiltReason(note = require('../../scripts/install.js').NOT_BUILT) {
+  if (fs.existsSync(note)) return `not built: ${fs.readFileSync(note, 'utf8').trim()}`;
+  const nvcc = require('../../scripts/build.js').findNvcc();
+  return nvcc
+    ? `not built, though nvcc is at ${nvcc} (npm install ran without its install step?): npm run build:native`
+    : 'not built: no nvcc found ($CUDA_PATH/bin, /usr/local/cuda/bin, PATH)';
 }
 
 /** `{ ok: true }` when some binary loads (tried in a child process), else why not. */
@@ -27,7 +41,7 @@ function binaryStatus() {
   if (present.length === 0) {
     const why = process.env.CUDA_KERNELS_BINARY
       ? `CUDA_KERNELS_BINARY=${process.env.CUDA_KERNELS_BINARY} does not exist`
-      : 'not built (nvcc missing?) and no platform package';
+      : `${notBuiltReason()}, and no platform package`;
     return { ok: false, reason: `no native binary: ${why}` };
   }
   for (const f of present) {
@@ -82,4 +96,4 @@ function suitesNeedingNative() {
     .filter((f) => reachesNative(f));
 }
 
-module.exports = { binaryStatus, suitesNeedingNative, reachesNative, importsOf };
+module.exports = { binaryStatus, notBuiltReason, suitesNeedingNative, reachesNative, importsOf };
