@@ -154,20 +154,25 @@ describe('cuda-kernels launch', () => {
 
   test('ranks of node 1 of 2 are numbered after node 0; --no-prefix leaves lines as they are', async () => {
     const r = await collect(
-      startLauncher([
-        '--nproc-per-node',
-        '2',
-        '--nnodes',
-        '2',
-        '--node-rank',
-        '1',
-        '--master-addr',
-        'head',
-        '--job-id',
-        'job-7',
-        '--no-prefix',
-        script,
-      ]),
+      startLauncher(
+        [
+          '--nproc-per-node',
+          '2',
+          '--nnodes',
+          '2',
+          '--node-rank',
+          '1',
+          '--master-addr',
+          'head',
+          '--job-id',
+          'job-7',
+          '--no-prefix',
+          script,
+          // Every line ended: without the prefix the ranks' bytes are not separated, and the default
+          // mode's unfinished line would run into the other rank's JSON.
+        ],
+        { CK_MODE: 'lines' },
+      ),
     );
     expect(r.code).toBe(0);
     const json = r.stdout

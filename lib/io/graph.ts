@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { APSP_MAX_N, INF } from '../ops/apsp-spec';
-import { elements, rangeError, typeError } from '../errors';
+import { elements, inWords, rangeError, typeError } from '../errors';
 
 /**
  * Formats of a graph (weight-matrix) file.
@@ -117,7 +117,11 @@ function checkMatrix(name: string, matrix: unknown, n: unknown): number {
     const v = matrix[e];
     if (v < 0 || v > INF) {
       const i = Math.floor(e / n);
-      throw rangeError(name, `entries in [0, INF = ${INF}] (what the readers take)`, `${v} at [${i}][${e - i * n}]`);
+      throw rangeError(
+        name,
+        `entries in [0, INF = ${INF}] (what the readers take)`,
+        inWords(`${v} at [${i}][${e - i * n}]`),
+      );
     }
   }
   return n;

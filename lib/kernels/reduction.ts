@@ -4,7 +4,7 @@
 // then a second pass over the blocks' partials), with no atomics, so float results never depend on
 // timing (they do depend on the device's SM count, which sets the number of blocks).
 import { type DeviceArray, DeviceArray as DeviceArrayClass, type Dtype, dtypes, empty } from '../array';
-import { checkInteger, rangeError, typeError } from '../errors';
+import { checkInteger, elements, rangeError, typeError } from '../errors';
 import {
   arrayOn,
   checkScalar,
@@ -361,7 +361,7 @@ export function reduction(spec: ReductionSpec): ReductionKernel {
     }
     const outLength = axis === undefined ? 1 : axis === 1 ? rows : cols;
     if (options.out !== undefined && options.out.length !== outLength)
-      throw rangeError(`${name}: options.out`, `${outLength} element(s) long`, `${options.out.length} elements`);
+      throw rangeError(`${name}: options.out`, `${outLength} element(s) long`, elements(options.out.length));
     return { device, n, types, arrays, outType, reduceType, axis, rows, cols, out: options.out, outLength };
   };
 
