@@ -116,11 +116,6 @@ export const NOT_MEASURED: readonly NotMeasured[] = [
     why: 'a bound from the traffic (2·n over 3·n elements), not a timing',
   },
   {
-    file: 'docs/multi-gpu.md',
-    context: 'shards trained without the gradient sum are ≥ 100×',
-    why: "the size of an error in a correctness test's control, not a speed",
-  },
-  {
     file: 'lib/cpu/stencil.ts',
     context: 'hot loops run ~60× slower with Math calls inside jest',
     why: 'why the CPU reference avoids Math.abs, observed in the test runner, not a claim about the GPU',
