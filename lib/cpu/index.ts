@@ -4,7 +4,7 @@ export { gemm } from './gemm';
 export { scan, reduce, type ReduceOp } from './scan';
 export { stencil } from './stencil';
 export type { StencilOptions } from '../ops/stencil-spec';
-export { apsp, type CpuApspResult } from './apsp';
+export { apsp, type CpuApspOptions, type CpuApspResult } from './apsp';
 /** "No edge" in a weight matrix and "unreachable" in a distance matrix (the same `INF` as the GPU `apsp`). */
 export { INF } from '../ops/apsp-spec';
 export { Mlp } from './mlp';
