@@ -104,7 +104,7 @@ for step in $steps; do
       ;;
     kernels-py)
       # CuPy's and PyTorch's run-time compiled kernels on this GPU, beside `bench kernels`
-      # (bench/dev/kernels/cupy_kernels.py; bench/dev/kernels/merge.js merges its rows).
+      # (bench/dev/kernels/cupy_kernels.py; bench/dev/merge-python-rows.js kernels merges its rows).
       # shellcheck disable=SC2086
       python3 bench/dev/kernels/cupy_kernels.py ${CK_KERNELS_PY_ARGS:-} > "$out/cupy-kernels.jsonl" 2> "$out/cupy-kernels.log"
       note "cupy kernels: exit $? (cupy-kernels.jsonl)"

@@ -1,6 +1,6 @@
 // `bench kernels`: users' own kernels (lib/kernels) against CuPy's RawKernel/ElementwiseKernel/
 // ReductionKernel and torch.cuda._compile_kernel, which bench/dev/kernels/cupy_kernels.py times on the
-// same kernels in the same GPU session (rows `cupy` and `pytorch`, merged by bench/dev/kernels/merge.js).
+// same kernels in the same GPU session (rows `cupy` and `pytorch`, merged by bench/dev/merge-python-rows.js kernels).
 //
 //   cold        saxpy's first call: compile (NVRTC, a source never seen) + load + launch + synchronize
 //   disk hit    saxpy's first call in a new process, from the disk cache (NVRTC not loaded at all)

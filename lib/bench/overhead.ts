@@ -2,7 +2,7 @@
 // sees them: allocation, small uploads, a small scan and reduce, a small GEMM, and transfers of
 // 1 MiB and 256 MiB between existing device arrays and existing (touched) pageable or pinned host
 // arrays. bench/dev/overhead/torch_cupy_overhead.py times the same calls in PyTorch and CuPy on the
-// same GPU (rows `pytorch` and `cupy`, merged by bench/dev/overhead/merge.js).
+// same GPU (rows `pytorch` and `cupy`, merged by bench/dev/merge-python-rows.js overhead).
 import { execFileSync } from 'node:child_process';
 
 import { type DeviceArray, empty, type HostArray, upload } from '../array';
