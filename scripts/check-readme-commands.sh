@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# mktemp -d makes a 0700 folder; a clone is readable by others, and test/cli.test.ts runs the CLI as
+# another user when CI runs as root (it needs to read the tree's lib/ and test/harness/).
+chmod 755 "$work"
 mkdir -p "$work/clone"
 git ls-files -co --exclude-standard -z | grep -zv '^node_modules$' | tar --null -T - -cf - | tar -xf - -C "$work/clone"
 

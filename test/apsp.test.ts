@@ -339,10 +339,10 @@ describe('graph files', () => {
     (format) => {
       const p = file(`refused-${format}`);
       expect(() => ck.writeGraph(p, Int32Array.of(0, -1, 2, 0), 2, { format })).toThrow(
-        /weights must be entries in \[0, INF = 1073741823\] \(what the readers take\), got the string "-1 at \[0\]\[1\]"/,
+        /weights must be entries in \[0, INF = 1073741823\] \(what the readers take\), got -1 at \[0\]\[1\]/,
       );
       expect(() => ck.writeGraph(p, Int32Array.of(0, 1, INF + 1, 0), 2, { format })).toThrow(
-        /got the string "1073741824 at \[1\]\[0\]"/,
+        /got 1073741824 at \[1\]\[0\]/,
       );
       expect(() => ck.writeGraph(p, Int32Array.of(0, 1, 2, -3), 2, { format })).toThrow(/-3 at \[1\]\[1\]/);
       // What it accepts reads back (INF is no edge; text formats do not store the diagonal).

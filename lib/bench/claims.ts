@@ -188,8 +188,11 @@ export function proseFiles(root: string): string[] {
     'README.md',
     'CHANGELOG.md',
     'bench/results/README.md',
-    // docs/study.md is generated from the results by scripts/study.js (pair rows only), checked by test/study.test.ts.
-    ...list('docs', (f) => f.endsWith('.md') && f !== 'study.md'),
+    // docs/study.md is generated from the results by scripts/study.js (pair rows only), checked by
+    // test/study.test.ts; docs/api/ is TypeDoc's output (npm run docs), copies of these files.
+    ...list('docs', (f) => f.endsWith('.md') && f !== 'study.md').filter(
+      (f) => !f.startsWith(path.join('docs', 'api') + path.sep),
+    ),
     ...list('native', (f) => /\.(cu|cuh|h|cc)$/.test(f)),
     ...list('lib/ops', (f) => f.endsWith('.ts')),
     ...list('lib/cpu', (f) => f.endsWith('.ts')),
