@@ -2,7 +2,7 @@
 // (the launcher end to end is in launch.test.ts). With one GPU (no NCCL needed): the band steps shared
 // with the distributed APSP, and the random graph made band by band. The multi-process GPU suites are
 // in dist-gpu.test.ts.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -410,6 +410,81 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     expect(warnings.join()).toMatch(/refused a connection from 127.0.0.1:\d+: it sent something that is not/);
     await Promise.all([served, bootstrap.joinBootstrap(b, 1)]);
   });
+
+  test('peers that never close their end (half-open) do not keep rank 0 alive once it is done', async () => {
+    // Rank 0 in a process of its own: it must end by itself once its store has handed out the id.
+    const a = await job(3, { deadline: Date.now() + 20_000 });
+    const served = spawn(
+      process.execPath,
+      [
+        '-r',
+        register,
+        '-e',
+        `require(${JSON.stringify(path.join(root, 'lib', 'distributed', 'bootstrap.ts'))})
+          .serveBootstrap(${JSON.stringify(a)}, () => Buffer.alloc(128, 7))
+          .then(() => console.log('served'), (e) => console.log('error ' + e.message));`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    let servedAt = 0;
+    served.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (servedAt === 0 && out.includes('served')) servedAt = Date.now();
+    });
+    const exited = new Promise<number>((resolve) => served.on('exit', () => resolve(Date.now())));
+    // Raw clients that read their answer and never close: garbage, another job's rank, and this
+    // job's rank 2 (which gets the id).
+    const hello = (job: string, rank: number) =>
+      `${JSON.stringify({ v: bootstrap.BOOTSTRAP_PROTOCOL, job: crypto.createHash('sha256').update(job).digest('hex'), size: 3, rank })}\n`;
+    const raw: net.Socket[] = [];
+    const answered: Promise<string>[] = [];
+    const connect = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const s = net.connect({ host: '127.0.0.1', port: a.port, allowHalfOpen: true });
+        s.on('error', reject);
+        raw.push(s);
+        answered.push(new Promise((r) => s.once('data', (d: Buffer) => r(d.toString()))));
+        s.on('connect', () => {
+          s.write(text);
+          resolve();
+        });
+      });
+    try {
+      for (let tries = 0; ; tries++) {
+        try {
+          await connect('garbage\n');
+          break;
+        } catch (e) {
+          raw.pop();
+          answered.pop();
+          if (tries > 100) throw e;
+          await new Promise((r) => setTimeout(r, 100)); // rank 0 still starting
+        }
+      }
+      await connect(hello('job-b', 1));
+      await connect(hello('job-a', 2));
+      const id = await bootstrap.joinBootstrap(a, 1);
+      expect(id.equals(Buffer.alloc(128, 7))).toBe(true);
+      const answers = await Promise.all(answered);
+      expect(answers[0]).toMatch(/could not read your hello/);
+      expect(answers[1]).toMatch(/belongs to another job/);
+      expect(JSON.parse(answers[2]).id).toBe(Buffer.alloc(128, 7).toString('base64'));
+      let limit: NodeJS.Timeout | undefined;
+      const at = await Promise.race([exited, new Promise<number>((r) => (limit = setTimeout(() => r(0), 8000)))]);
+      clearTimeout(limit);
+      expect({
+        out: out.trim(),
+        endedWithin4s: at === 0 ? 'still running after 8 s' : at - servedAt < 4000,
+      }).toEqual({
+        out: 'served',
+        endedWithin4s: true,
+      });
+    } finally {
+      for (const s of raw) s.destroy();
+      served.kill('SIGKILL');
+    }
+  }, 60_000);
 
   test('inside a worker_thread (no process.env, no main thread)', async () => {
     const a = await job(3);

@@ -25,6 +25,18 @@ export const UNIQUE_ID_BYTES = 128;
 // No hello or answer is anywhere near this long: anything longer is not one of ours.
 const MAX_LINE = 4096;
 
+// How long a peer that has its answer gets to close its end of the connection before rank 0 cuts
+// it: one that never does (half-open) would otherwise keep rank 0's process alive for ever.
+const LINGER_MS = 1000;
+
+/** Ends `socket` with `text`, and destroys it LINGER_MS later unless the peer closed it by then. */
+function answer(socket: net.Socket, text: string): void {
+  socket.end(text);
+  const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
+}
+
 /** One rank's view of the job it joins. */
 export interface BootstrapJob {
   /** Rank 0's host (MASTER_ADDR) and port (MASTER_PORT). */
@@ -135,8 +147,8 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
       server.close();
       for (const s of open) {
         const entry = [...joined.values()].find((j) => j.socket === s);
-        if (entry && err === null && id !== null) s.end(line({ id: id.toString('base64') }));
-        else if (entry && err !== null) s.end(line({ error: `rank 0 gave up: ${err.message}`, code: err.code }));
+        if (entry && err === null && id !== null) answer(s, line({ id: id.toString('base64') }));
+        else if (entry && err !== null) answer(s, line({ error: `rank 0 gave up: ${err.message}`, code: err.code }));
         else if (!replied.has(s)) s.destroy();
       }
       if (err) reject(err);
@@ -163,7 +175,7 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     // A refused connection: the peer gets the reason, rank 0 a warning (or, for an inconsistent job, the same error).
     const refuse = (socket: net.Socket, toPeer: string, here: string, fatal: boolean): void => {
       replied.add(socket);
-      socket.end(line({ error: toPeer, code: 'ncclInvalidUsage' }));
+      answer(socket, line({ error: toPeer, code: 'ncclInvalidUsage' }));
       refusals.push(here);
       if (fatal) finish(new NcclError(`${prefix}: ${here}`, 'ncclInvalidUsage', 'bootstrap'));
       else job.onRefused?.(`${prefix}: ${here}`);
