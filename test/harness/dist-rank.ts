@@ -731,8 +731,10 @@ async function unawaitedMode(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // late: one rank (CK_LATE_RANK, default the last) comes CK_LATE_MS (4000) late to CK_LATE (init,
-// collective or p2p); the others' event loops must keep turning meanwhile. With CK_ABORT_MS, rank 0
-// aborts from a timer during the wait: abort() returns at once and the pending operation rejects.
+// collective, p2p, or flood: FLOOD un-awaited collectives at once, more than the operations a
+// communicator keeps in flight); the others' event loops must keep turning meanwhile. With
+// CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the pending
+// operation rejects.
 
 /** The event loop's largest delay while `run` runs, in ms. */
 async function lagDuring<T>(
@@ -755,6 +757,9 @@ async function lagDuring<T>(
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// Beyond the 64 operations a communicator keeps in flight (kMaxInFlight in native/distributed/binding.cc).
+const FLOOD = 100;
 
 async function lateMode(): Promise<void> {
   const env = ck.rankFromEnv();
@@ -791,10 +796,18 @@ async function lateMode(): Promise<void> {
       abortCallMs = performance.now() - t;
     }, abortMs);
   }
+  using small = ck.full('float32', 256, rank + 1, { device });
   const op =
     what === 'p2p'
       ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
-      : () => comm.allReduce(a);
+      : what === 'flood'
+        ? () => {
+            // Issued in one go, none awaited (awaiting is optional): each call may only queue.
+            const all: Promise<unknown>[] = [];
+            for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+            return Promise.all(all).then(() => a);
+          }
+        : () => comm.allReduce(a);
   const waited = await lagDuring(async () => {
     const t = performance.now();
     const p = op();
@@ -829,6 +842,12 @@ async function lateMode(): Promise<void> {
   if (waited.error) throw waited.error;
   if (what === 'p2p') {
     if (rank === lateRank) check((await a.toHost())[7] === 1, 'p2p: received rank 0’s data');
+  } else if (what === 'flood') {
+    check(
+      (await small.toHost())[17] === size,
+      `${FLOOD} allReduce max: ${(await small.toHost())[17]}, expected ${size}`,
+    );
+    if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
   } else {
     const want = (size * (size + 1)) / 2;
     check(
