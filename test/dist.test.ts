@@ -377,6 +377,38 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     );
   });
 
+  test("NCCL's id is made only once every rank has joined: a bootstrap that fails leaves no NCCL root behind", async () => {
+    // makeId is ncclGetUniqueId, which starts NCCL's bootstrap root (a thread and a listening socket).
+    let made = 0;
+    const makeId = () => {
+      made++;
+      return randomId();
+    };
+    const a = await job(3, { deadline: Date.now() + 600 });
+    const served = errorOf(bootstrap.serveBootstrap(a, makeId));
+    const one = errorOf(bootstrap.joinBootstrap({ ...a, deadline: a.deadline + 2000 }, 1));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(made).toBe(0); // listening, rank 1 in, rank 2 not yet
+    expect((await served).code).toBe('ncclTimeout');
+    expect((await one).message).toMatch(/rank 0 gave up/);
+    // Refused as inconsistent: no id either.
+    const b = await job(2);
+    const refused = errorOf(bootstrap.serveBootstrap(b, makeId));
+    await errorOf(bootstrap.joinBootstrap({ ...b, size: 3 }, 1));
+    expect((await refused).code).toBe('ncclInvalidUsage');
+    expect(made).toBe(0);
+    // A failing makeId fails rank 0 and reaches the ranks that joined.
+    const c = await job(2);
+    const broken = errorOf(
+      bootstrap.serveBootstrap(c, () => {
+        throw new Error('no network interface');
+      }),
+    );
+    const told = await errorOf(bootstrap.joinBootstrap(c, 1));
+    expect((await broken).message).toMatch(/rank 0 of 2 .*: no network interface/);
+    expect(told.message).toMatch(/rank 0 gave up: .*no network interface/);
+  });
+
   test('a rank that starts before rank 0 waits for its store', async () => {
     const a = await job(2);
     const joining = bootstrap.joinBootstrap(a, 1);

@@ -120,8 +120,8 @@ function who(h: Partial<Hello>, remote: string): string {
 /**
  * Rank 0's side: binds the store at `job.host:job.port` (only that loopback address when the host
  * is a loopback one, every interface otherwise, as torch.distributed's store does), calls `makeId`
- * once the address is ours, and resolves to the id once every other rank has presented itself and
- * been sent it. Rejects with an {@link NcclError}: `EADDRINUSE` at once when the port is taken,
+ * once every other rank has presented itself (never when the bootstrap fails), and resolves to the
+ * id once each has been sent it. Rejects with an {@link NcclError}: `EADDRINUSE` at once when the port is taken,
  * `ncclInvalidUsage` when a rank of this job (same explicit token) has another size or a taken rank,
  * `ncclTimeout` at the deadline (naming the ranks that never came and the connections refused).
  */
@@ -181,8 +181,32 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
       else job.onRefused?.(`${prefix}: ${here}`);
     };
 
+    // The id is made once every rank is here: ncclGetUniqueId starts NCCL's bootstrap root (a thread
+    // and a listening socket that wait for the ranks), which a bootstrap that fails would leave behind.
+    const handOut = (): void => {
+      try {
+        const raw = makeId();
+        if (raw.length !== UNIQUE_ID_BYTES) {
+          throw new Error(`the unique id has ${raw.length} bytes, not ${UNIQUE_ID_BYTES}`);
+        }
+        id = Buffer.from(raw);
+      } catch (e) {
+        finish(
+          e instanceof NcclError
+            ? e
+            : new NcclError(
+                `${prefix}: ${e instanceof Error ? e.message : String(e)}`,
+                'ncclInternalError',
+                'bootstrap',
+              ),
+        );
+        return;
+      }
+      finish(null);
+    };
+
     server.on('connection', (socket) => {
-      if (settled || id === null) {
+      if (settled) {
         socket.destroy();
         return;
       }
@@ -255,7 +279,7 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
           );
         } else {
           joined.set(h.rank as number, { socket, hello: h as Hello, remote });
-          if (joined.size === size - 1) finish(null);
+          if (joined.size === size - 1) handOut();
         }
       });
     });
@@ -296,25 +320,7 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     });
     server.on('listening', () => {
       listening = true;
-      try {
-        const raw = makeId();
-        if (raw.length !== UNIQUE_ID_BYTES) {
-          throw new Error(`the unique id has ${raw.length} bytes, not ${UNIQUE_ID_BYTES}`);
-        }
-        id = Buffer.from(raw);
-      } catch (e) {
-        finish(
-          e instanceof NcclError
-            ? e
-            : new NcclError(
-                `${prefix}: ${e instanceof Error ? e.message : String(e)}`,
-                'ncclInternalError',
-                'bootstrap',
-              ),
-        );
-        return;
-      }
-      if (size === 1) finish(null);
+      if (size === 1) handOut();
     });
     // Node sets SO_REUSEADDR (a port in TIME_WAIT can be bound again) but never SO_REUSEPORT: a port
     // another socket listens on is refused with EADDRINUSE.
