@@ -443,6 +443,32 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     await Promise.all([served, bootstrap.joinBootstrap(b, 1)]);
   });
 
+  test("what a peer's hello says reaches rank 0's warnings short and printable", async () => {
+    const warnings: string[] = [];
+    const a = await job(2, { onRefused: (m) => warnings.push(m) });
+    const served = bootstrap.serveBootstrap(a, randomId);
+    const evil = '\n\u001b[2J\u001b]0;owned\u0007' + 'x'.repeat(500);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const c = net.connect(a.port, '127.0.0.1', () =>
+        c.write(
+          `${JSON.stringify({ v: bootstrap.BOOTSTRAP_PROTOCOL, job: evil, size: 2, rank: evil, pid: evil, host: evil })}\n`,
+        ),
+      );
+      let got = '';
+      c.on('data', (d: Buffer) => (got += d.toString()));
+      c.on('close', () => resolve(got));
+      c.on('error', reject);
+    });
+    expect(warnings).toHaveLength(1);
+    // Control characters escaped, each value cut at 64 characters.
+    const control = (text: string) => [...text].filter((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+    expect(control(warnings[0])).toEqual([]);
+    expect(warnings[0]).toContain('\\u000a\\u001b[2J');
+    expect(warnings[0].length).toBeLessThan(600);
+    expect(control(JSON.parse(reply).error)).toEqual([]);
+    await Promise.all([served, bootstrap.joinBootstrap(a, 1)]);
+  });
+
   test('peers that never close their end (half-open) do not keep rank 0 alive once it is done', async () => {
     // Rank 0 in a process of its own: it must end by itself once its store has handed out the id.
     const a = await job(3, { deadline: Date.now() + 20_000 });

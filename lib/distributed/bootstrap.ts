@@ -112,8 +112,20 @@ function onLine(socket: net.Socket, handle: (text: string | null, why?: string) 
   });
 }
 
+/**
+ * A value of a peer's hello as messages show it: at most 64 characters, anything but printable ASCII
+ * escaped. Whatever connects writes these, and rank 0's warnings go to a terminal.
+ */
+function shown(v: unknown): string {
+  const text = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
+  const short = text.length > 64 ? `${text.slice(0, 64)}…` : text;
+  return short.replace(/[^\x20-\x7e…]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function who(h: Partial<Hello>, remote: string): string {
-  const where = [h.pid !== undefined ? `pid ${h.pid}` : '', h.host ? `on ${h.host}` : ''].filter(Boolean).join(' ');
+  const where = [h.pid !== undefined ? `pid ${shown(h.pid)}` : '', h.host ? `on ${shown(h.host)}` : '']
+    .filter(Boolean)
+    .join(' ');
   return `${where ? `${where}, ` : ''}from ${remote}`;
 }
 
@@ -244,29 +256,29 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
         }
         const sameJob = h.job === mine;
         const fatal = sameJob && job.explicitJob;
-        const theirs = `rank ${String(h.rank)} (${who(h, remote)})`;
+        const theirs = `rank ${shown(h.rank)} (${who(h, remote)})`;
         if (!sameJob) {
           refuse(
             socket,
             `rank 0's store at ${address} belongs to another job (its job token's fingerprint is ` +
-              `${mine.slice(0, 12)}, this rank's ${h.job.slice(0, 12)}): two jobs share ` +
+              `${mine.slice(0, 12)}, this rank's ${shown(h.job.slice(0, 12))}): two jobs share ` +
               `MASTER_ADDR:MASTER_PORT, give each its own MASTER_PORT`,
-            `refused ${theirs}: its job token (fingerprint ${h.job.slice(0, 12)}) is not this job's ` +
+            `refused ${theirs}: its job token (fingerprint ${shown(h.job.slice(0, 12))}) is not this job's ` +
               `(${mine.slice(0, 12)}), so it belongs to another job that uses the same address`,
             false,
           );
         } else if (h.size !== size) {
           refuse(
             socket,
-            `rank 0 at ${address} says the job has ${size} ranks, this rank says ${String(h.size)}`,
-            `refused ${theirs}: it says the job has ${String(h.size)} ranks, rank 0 says ${size}`,
+            `rank 0 at ${address} says the job has ${size} ranks, this rank says ${shown(h.size)}`,
+            `refused ${theirs}: it says the job has ${shown(h.size)} ranks, rank 0 says ${size}`,
             fatal,
           );
         } else if (!Number.isInteger(h.rank) || (h.rank as number) < 1 || (h.rank as number) >= size) {
           refuse(
             socket,
-            `rank ${String(h.rank)} is not one of ranks 1 … ${size - 1} (rank 0 is ${address} itself)`,
-            `refused ${theirs}: rank ${String(h.rank)} is not one of ranks 1 … ${size - 1}`,
+            `rank ${shown(h.rank)} is not one of ranks 1 … ${size - 1} (rank 0 is ${address} itself)`,
+            `refused ${theirs}: rank ${shown(h.rank)} is not one of ranks 1 … ${size - 1}`,
             fatal,
           );
         } else if (joined.has(h.rank as number)) {
