@@ -521,6 +521,34 @@ async function mlpMode(): Promise<void> {
     check(e instanceof RangeError && /agree/.test(String(e)), `mismatched batches: ${String(e)}`);
   }
   check(comm.failure === null, 'usable after the mismatch');
+  // A rank that cannot train (a NaN in its shard) or other epochs: every rank throws at once, in
+  // train and trainAsync, instead of the others waiting in their first gradient sum until the
+  // timeout (init's CK_TIMEOUT_MS, 120 s by default); the communicator stays usable.
+  const shardX = X.slice(0, 10 * layers[0]);
+  const shardT = T.slice(0, 10 * layers[2]);
+  const withNaN = shardX.slice();
+  if (rank === size - 1) withNaN[3] = NaN;
+  const cases: [string, Float32Array, number, RegExp][] = [
+    ['a NaN in the last rank’s shard', withNaN, 2, rank === size - 1 ? /finite/ : /rank \d+ failed before training/],
+    ['other epochs on rank 0', shardX, rank === 0 ? 3 : 2, /agree on .* the epochs/],
+  ];
+  for (const [what, x, epochs, expected] of cases) {
+    for (const form of ['train', 'trainAsync'] as const) {
+      const t = performance.now();
+      using net = new ck.Mlp({ layers, eta: 0.1, seed: 1, device });
+      const opts = { epochs, batchSize: 5, comm };
+      const e = await (
+        form === 'train' ? Promise.resolve().then(() => net.train(x, shardT, opts)) : net.trainAsync(x, shardT, opts)
+      ).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      const ms = performance.now() - t;
+      check(e instanceof Error && expected.test(e.message), `${form}, ${what}: ${String(e)}`);
+      check(ms < 10_000, `${form}, ${what}: threw after ${ms.toFixed(0)} ms`);
+      check(comm.failure === null, `${form}, ${what}: the communicator failed: ${String(comm.failure)}`);
+    }
+  }
   comm.destroy();
   finish({ rank, size, worst: Math.max(...Object.values(worst)), nearestSolo });
 }
