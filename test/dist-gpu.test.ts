@@ -317,6 +317,21 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
+  test('100 un-awaited collectives at once (more than the 64 kept in flight) with a peer 4 s late: the calls return at once, the event loop keeps turning', async () => {
+    // The 65th call used to wait in the JavaScript thread for the oldest to complete, i.e. for the
+    // late peer (up to timeoutMs for a hung one).
+    const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: 'flood', CK_LATE_MS: '4000' });
+    const ends = await exits;
+    const [r0] = results(out[0]);
+    const [r1] = results(out[1]);
+    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    report(
+      `100 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
+        `rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag`,
+    );
+  }, 120_000);
+
   test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error', async () => {
     const { out, exits, detail } = startRanks(2, ['late'], {
       CK_LATE: 'collective',

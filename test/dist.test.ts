@@ -2,7 +2,7 @@
 // (the launcher end to end is in launch.test.ts). With one GPU (no NCCL needed): the band steps shared
 // with the distributed APSP, and the random graph made band by band. The multi-process GPU suites are
 // in dist-gpu.test.ts.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -377,6 +377,38 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     );
   });
 
+  test("NCCL's id is made only once every rank has joined: a bootstrap that fails leaves no NCCL root behind", async () => {
+    // makeId is ncclGetUniqueId, which starts NCCL's bootstrap root (a thread and a listening socket).
+    let made = 0;
+    const makeId = () => {
+      made++;
+      return randomId();
+    };
+    const a = await job(3, { deadline: Date.now() + 600 });
+    const served = errorOf(bootstrap.serveBootstrap(a, makeId));
+    const one = errorOf(bootstrap.joinBootstrap({ ...a, deadline: a.deadline + 2000 }, 1));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(made).toBe(0); // listening, rank 1 in, rank 2 not yet
+    expect((await served).code).toBe('ncclTimeout');
+    expect((await one).message).toMatch(/rank 0 gave up/);
+    // Refused as inconsistent: no id either.
+    const b = await job(2);
+    const refused = errorOf(bootstrap.serveBootstrap(b, makeId));
+    await errorOf(bootstrap.joinBootstrap({ ...b, size: 3 }, 1));
+    expect((await refused).code).toBe('ncclInvalidUsage');
+    expect(made).toBe(0);
+    // A failing makeId fails rank 0 and reaches the ranks that joined.
+    const c = await job(2);
+    const broken = errorOf(
+      bootstrap.serveBootstrap(c, () => {
+        throw new Error('no network interface');
+      }),
+    );
+    const told = await errorOf(bootstrap.joinBootstrap(c, 1));
+    expect((await broken).message).toMatch(/rank 0 of 2 .*: no network interface/);
+    expect(told.message).toMatch(/rank 0 gave up: .*no network interface/);
+  });
+
   test('a rank that starts before rank 0 waits for its store', async () => {
     const a = await job(2);
     const joining = bootstrap.joinBootstrap(a, 1);
@@ -410,6 +442,107 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     expect(warnings.join()).toMatch(/refused a connection from 127.0.0.1:\d+: it sent something that is not/);
     await Promise.all([served, bootstrap.joinBootstrap(b, 1)]);
   });
+
+  test("what a peer's hello says reaches rank 0's warnings short and printable", async () => {
+    const warnings: string[] = [];
+    const a = await job(2, { onRefused: (m) => warnings.push(m) });
+    const served = bootstrap.serveBootstrap(a, randomId);
+    const evil = '\n\u001b[2J\u001b]0;owned\u0007' + 'x'.repeat(500);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const c = net.connect(a.port, '127.0.0.1', () =>
+        c.write(
+          `${JSON.stringify({ v: bootstrap.BOOTSTRAP_PROTOCOL, job: evil, size: 2, rank: evil, pid: evil, host: evil })}\n`,
+        ),
+      );
+      let got = '';
+      c.on('data', (d: Buffer) => (got += d.toString()));
+      c.on('close', () => resolve(got));
+      c.on('error', reject);
+    });
+    expect(warnings).toHaveLength(1);
+    // Control characters escaped, each value cut at 64 characters.
+    const control = (text: string) => [...text].filter((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+    expect(control(warnings[0])).toEqual([]);
+    expect(warnings[0]).toContain('\\u000a\\u001b[2J');
+    expect(warnings[0].length).toBeLessThan(600);
+    expect(control(JSON.parse(reply).error)).toEqual([]);
+    await Promise.all([served, bootstrap.joinBootstrap(a, 1)]);
+  });
+
+  test('peers that never close their end (half-open) do not keep rank 0 alive once it is done', async () => {
+    // Rank 0 in a process of its own: it must end by itself once its store has handed out the id.
+    const a = await job(3, { deadline: Date.now() + 20_000 });
+    const served = spawn(
+      process.execPath,
+      [
+        '-r',
+        register,
+        '-e',
+        `require(${JSON.stringify(path.join(root, 'lib', 'distributed', 'bootstrap.ts'))})
+          .serveBootstrap(${JSON.stringify(a)}, () => Buffer.alloc(128, 7))
+          .then(() => console.log('served'), (e) => console.log('error ' + e.message));`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    let servedAt = 0;
+    served.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (servedAt === 0 && out.includes('served')) servedAt = Date.now();
+    });
+    const exited = new Promise<number>((resolve) => served.on('exit', () => resolve(Date.now())));
+    // Raw clients that read their answer and never close: garbage, another job's rank, and this
+    // job's rank 2 (which gets the id).
+    const hello = (job: string, rank: number) =>
+      `${JSON.stringify({ v: bootstrap.BOOTSTRAP_PROTOCOL, job: crypto.createHash('sha256').update(job).digest('hex'), size: 3, rank })}\n`;
+    const raw: net.Socket[] = [];
+    const answered: Promise<string>[] = [];
+    const connect = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const s = net.connect({ host: '127.0.0.1', port: a.port, allowHalfOpen: true });
+        s.on('error', reject);
+        raw.push(s);
+        answered.push(new Promise((r) => s.once('data', (d: Buffer) => r(d.toString()))));
+        s.on('connect', () => {
+          s.write(text);
+          resolve();
+        });
+      });
+    try {
+      for (let tries = 0; ; tries++) {
+        try {
+          await connect('garbage\n');
+          break;
+        } catch (e) {
+          raw.pop();
+          answered.pop();
+          if (tries > 100) throw e;
+          await new Promise((r) => setTimeout(r, 100)); // rank 0 still starting
+        }
+      }
+      await connect(hello('job-b', 1));
+      await connect(hello('job-a', 2));
+      const id = await bootstrap.joinBootstrap(a, 1);
+      expect(id.equals(Buffer.alloc(128, 7))).toBe(true);
+      const answers = await Promise.all(answered);
+      expect(answers[0]).toMatch(/could not read your hello/);
+      expect(answers[1]).toMatch(/belongs to another job/);
+      expect(JSON.parse(answers[2]).id).toBe(Buffer.alloc(128, 7).toString('base64'));
+      let limit: NodeJS.Timeout | undefined;
+      const at = await Promise.race([exited, new Promise<number>((r) => (limit = setTimeout(() => r(0), 8000)))]);
+      clearTimeout(limit);
+      expect({
+        out: out.trim(),
+        endedWithin4s: at === 0 ? 'still running after 8 s' : at - servedAt < 4000,
+      }).toEqual({
+        out: 'served',
+        endedWithin4s: true,
+      });
+    } finally {
+      for (const s of raw) s.destroy();
+      served.kill('SIGKILL');
+    }
+  }, 60_000);
 
   test('inside a worker_thread (no process.env, no main thread)', async () => {
     const a = await job(3);

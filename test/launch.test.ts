@@ -4,8 +4,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Writable } from 'node:stream';
 
-import { resolveJobId } from '../lib/cli/launch';
+import { launch, resolveJobId } from '../lib/cli/launch';
 
 const root = path.join(__dirname, '..');
 const register = path.join(root, 'test', 'harness', 'ts-register.js');
@@ -51,6 +52,12 @@ if (mode === 'fail' && r === '1') {
 } else if (mode === 'flood') {
   const pad = 'x'.repeat(100 + 37 * Number(r));
   for (let i = 0; i < 3000; i++) process.stdout.write(pad + ' ' + r + ' ' + i + '\\n');
+} else if (mode === 'torrent') {
+  // 32 MiB as fast as the pipe to the launcher takes it.
+  const line = 'y'.repeat(1023) + '\\n';
+  let n = 0;
+  const go = () => { while (n < 32768) { n++; if (!process.stdout.write(line)) return process.stdout.once('drain', go); } };
+  go();
 } else if (mode === 'stubborn') {
   process.on('SIGTERM', () => console.log('ignoring SIGTERM in ' + r));
   if (r === '0') setTimeout(() => process.exit(3), 300);
@@ -114,6 +121,43 @@ test('the job token: --job-id, else CUDA_KERNELS_JOB_ID (empty counts as unset),
   );
   expect(resolveJobId({ jobId: 'x'.repeat(256), nnodes: 1 }, {})).toHaveLength(256);
 });
+
+test('a slow reader: the ranks wait for it, their output does not pile up in the launcher', async () => {
+  // The launcher's stdout takes 64 KiB every 5 ms (about 13 MB/s); the rank writes 32 MiB at once.
+  let buffered = 0;
+  let bytes = 0;
+  const stdout = new Writable({
+    highWaterMark: 1 << 16,
+    write(chunk: Buffer, _encoding, done) {
+      bytes += chunk.length;
+      setTimeout(done, 5);
+    },
+  });
+  let errors = '';
+  const stderr = new Writable({
+    write: (c: Buffer, _e, done) => {
+      errors += c.toString();
+      done();
+    },
+  });
+  const sample = setInterval(() => (buffered = Math.max(buffered, stdout.writableLength)), 2);
+  const prev = process.env.CK_MODE;
+  process.env.CK_MODE = 'torrent';
+  try {
+    const code = await launch(script, [], { prefix: false }, { stdout, stderr });
+    expect({ code, errors }).toEqual({ code: 0, errors: 'to stderr from 0\n' });
+  } finally {
+    clearInterval(sample);
+    if (prev === undefined) delete process.env.CK_MODE;
+    else process.env.CK_MODE = prev;
+  }
+  await new Promise<void>((r) => stdout.end(r));
+  // All of it arrived (and the rank's first line, its variables); at most a few pipe reads were ever
+  // waiting in the launcher (it used to hold 30 MiB and more).
+  expect(bytes - 32 * 1024 * 1024).toBeGreaterThan(0);
+  expect(bytes - 32 * 1024 * 1024).toBeLessThan(1024);
+  expect(buffered).toBeLessThan(4 * 1024 * 1024);
+}, 60_000);
 
 describe('cuda-kernels launch', () => {
   test('starts the ranks with their variables, passes the script its arguments and prefixes every line', async () => {

@@ -195,7 +195,8 @@ class RankOutput {
  * Starts `nprocPerNode` ranks of `script` on this host (ranks nodeRank·nprocPerNode … of
  * nnodes·nprocPerNode) with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,
  * MASTER_PORT and the job's token CUDA_KERNELS_JOB_ID set; every other variable passes through. The
- * ranks' stdout and stderr go to ours byte for byte, with the rank in front of every line. SIGINT,
+ * ranks' stdout and stderr go to ours byte for byte, with the rank in front of every line, at the
+ * pace of our reader (a rank's pipe is paused while our stream is full). SIGINT,
  * SIGTERM and SIGHUP are forwarded to the ranks (a second one kills them). When a rank fails (a
  * non-zero exit or a signal), or our stdout or stderr is closed (EPIPE), the others get SIGTERM, then
  * SIGKILL after `killTimeoutMs`. Resolves to the exit code of the first of these: 0 when every rank
@@ -217,12 +218,31 @@ export function launch(
 
   // A stream that failed (EPIPE: the reader went away) gets nothing more.
   const broken = new Set<NodeJS.WritableStream>();
-  const writeTo = (target: NodeJS.WritableStream, bytes: Buffer | string) => {
+  // The ranks' pipes paused while a target is full (a slow reader: a pager, a terminal over ssh), so
+  // that their output waits in the ranks rather than piling up in the launcher's memory.
+  const heldBack = new Map<NodeJS.WritableStream, Set<NodeJS.ReadableStream>>();
+  const resumeAll = (target: NodeJS.WritableStream) => {
+    const sources = heldBack.get(target);
+    heldBack.delete(target);
+    for (const s of sources ?? []) s.resume();
+  };
+  const writeTo = (target: NodeJS.WritableStream, bytes: Buffer | string, source?: NodeJS.ReadableStream) => {
     if (broken.has(target)) return;
+    let full: boolean;
     try {
-      target.write(bytes);
+      full = !target.write(bytes);
     } catch {
       broken.add(target);
+      return;
+    }
+    if (full && source) {
+      let sources = heldBack.get(target);
+      if (!sources) {
+        heldBack.set(target, (sources = new Set()));
+        target.once('drain', () => resumeAll(target));
+      }
+      sources.add(source);
+      source.pause();
     }
   };
   const say = (line: string) => writeTo(io.stderr, `launch: ${line}\n`);
@@ -273,6 +293,8 @@ export function launch(
     const onOutputError = (target: NodeJS.WritableStream) => (e: NodeJS.ErrnoException) => {
       const first = broken.size === 0;
       broken.add(target);
+      // No drain will come: the ranks' pipes must flow (into nothing) for them to end.
+      resumeAll(target);
       if (!first) return;
       const left = children.filter((c) => !c.exited).length;
       say(
@@ -316,7 +338,7 @@ export function launch(
         [child.stderr, io.stderr],
       ] as const) {
         if (!stream) continue;
-        const out = new RankOutput(tag, (bytes) => writeTo(target, bytes));
+        const out = new RankOutput(tag, (bytes) => writeTo(target, bytes, stream));
         stream.on('data', (chunk: Buffer) => out.push(chunk));
         stream.on('end', () => out.end());
       }

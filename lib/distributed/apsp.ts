@@ -187,7 +187,8 @@ async function agree(
   mine[0] = failure === null ? 1 : 0;
   fields.forEach((f, i) => (mine[1 + i] = f.value));
   using onDevice = upload(mine, { device: comm.device });
-  using all = await comm.allGather(onDevice);
+  // A call of the sequence `who`, which may hold the communicator (see apspDistributed).
+  using all = await comm.as(who, () => comm.allGather(onDevice));
   const got = await all.toHost();
   const failed: number[] = [];
   for (let r = 0; r < comm.size; r++) if (got[r * width] !== 1) failed.push(r);
@@ -230,6 +231,10 @@ function checkN(name: string, n: unknown): number {
   return checkInteger(name, n, 1, APSP_DIST_MAX_N);
 }
 
+/** The reservations apspDistributed and apspBellmanCheck hold on their communicator from call to end. */
+const SEQUENCE = 'apspDistributed';
+const BELLMAN = 'apspBellmanCheck';
+
 const INPUT_KINDS = ['{ band, n }', '{ matrix }', '{ file }', '{ random, n }'];
 const OUTPUT_KINDS = ['band', 'gather', '{ file }'];
 
@@ -252,8 +257,9 @@ const OUTPUT_KINDS = ['band', 'gather', '{ file }'];
  * input, a missing file, an allocation), makes every rank throw. A rank that dies makes the others
  * throw an {@link NcclError} within the communicator's timeout. A `free()` of the input's arrays
  * while it runs takes effect when it is done with them (the call then throws on every rank when it
- * comes before the rounds). The run itself is on a worker thread; the communicator takes no other
- * calls until it is done.
+ * comes before the rounds). The run itself is on a worker thread. The call reserves the communicator
+ * from start to end, as a data-parallel `trainAsync` does: a second run (or a training) waits for it,
+ * in call order, and a collective issued meanwhile throws that the communicator is busy.
  *
  * @example
  * ```ts
@@ -267,7 +273,11 @@ export async function apspDistributed(
   options: ApspDistOptions = {},
 ): Promise<ApspDistResult> {
   if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
-  comm.handle('apspDistributed');
+  // Reserved from the call (taken now when free, else queued behind the sequences before it, in call
+  // order, the same on every rank) to the end: the agreements, the scatter, the run and the output
+  // are one sequence of collectives, which must not interleave with another's (a second run, a
+  // trainAsync) in an order that differs between the ranks. The input is taken at the call, queued or not.
+  const reserved = comm.reserve(SEQUENCE);
   const { rank, size, device } = comm;
 
   // 1. Each rank's arguments and input, checked and read locally; then every rank agrees on n and
@@ -384,6 +394,7 @@ export async function apspDistributed(
   // The array the run writes, and the result's band when the output is `band`.
   let out: DeviceArray<'int32'> | null = null;
   let kept: DeviceArray<'int32'> | null = null;
+  const endSequence = await reserved;
   try {
     const [n, , , validate, , , , , tmpToken] = await agree(comm, failure, 'reading the input', [
       { name: 'n', value: nLocal },
@@ -412,9 +423,10 @@ export async function apspDistributed(
           if (b.rows === 0) continue;
           if (matrix instanceof Int32Array) {
             using staged = upload(matrix.subarray(b.row0 * n, (b.row0 + b.rows) * n), { device });
-            await comm.send(staged, r);
+            await comm.as(SEQUENCE, () => comm.send(staged, r));
           } else {
-            await comm.send(matrix as DeviceArray<'int32'>, r, { offset: b.row0 * n, count: b.rows * n });
+            const whole = matrix as DeviceArray<'int32'>;
+            await comm.as(SEQUENCE, () => comm.send(whole, r, { offset: b.row0 * n, count: b.rows * n }));
           }
         }
         if (band) {
@@ -422,7 +434,8 @@ export async function apspDistributed(
           else copyDevice(band, matrix as DeviceArray<'int32'>, { srcOffset: row0 * n, count: rows * n });
         }
       } else if (band) {
-        await comm.recv(band, 0);
+        const mine = band;
+        await comm.as(SEQUENCE, () => comm.recv(mine, 0));
       }
     }
 
@@ -458,13 +471,11 @@ export async function apspDistributed(
       comm.abort();
       throw e;
     }
-    await comm.exclusive('apspDistributed', async (h) => {
-      try {
-        await native.apspDistRun(h, inHandle, outHandle, n, onRound);
-      } catch (e) {
-        throw asNcclError(e);
-      }
-    });
+    try {
+      await native.apspDistRun(comm.handle(SEQUENCE), inHandle, outHandle, n, onRound);
+    } catch (e) {
+      throw asNcclError(e);
+    }
 
     // 5. The output.
     const result: ApspDistResult = { n, row0, rows, band: null, matrix: null };
@@ -478,6 +489,7 @@ export async function apspDistributed(
     }
     return result;
   } finally {
+    endSequence();
     release?.();
     if (owned && band !== kept) band?.free();
     if (out !== userBand && out !== band && out !== kept) out?.free();
@@ -505,7 +517,7 @@ async function gather(
   }
   await agree(comm, bad, `allocating the ${n}×${n} matrix on rank 0`);
   if (comm.rank !== 0) {
-    if (band) await comm.send(band, 0);
+    if (band) await comm.as(SEQUENCE, () => comm.send(band, 0));
     return null;
   }
   const matrix = whole as DeviceArray<'int32'>;
@@ -513,7 +525,7 @@ async function gather(
     if (band) copyDevice(matrix, band, { dstOffset: row0 * n });
     for (let r = 1; r < comm.size; r++) {
       const b = apspBandOf(n, comm.size, r);
-      if (b.rows > 0) await comm.recv(matrix, r, { offset: b.row0 * n, count: b.rows * n });
+      if (b.rows > 0) await comm.as(SEQUENCE, () => comm.recv(matrix, r, { offset: b.row0 * n, count: b.rows * n }));
     }
   } catch (e) {
     matrix.free();
@@ -620,7 +632,21 @@ export async function apspBellmanCheck(
   options: ApspBellmanOptions = {},
 ): Promise<ApspBellmanReport> {
   if (!(comm instanceof Communicator)) throw typeError('comm', 'a Communicator', comm);
-  comm.handle('apspBellmanCheck');
+  // One sequence (an agreement and two all-reduces), reserved as apspDistributed reserves its own.
+  const endSequence = await comm.reserve(BELLMAN);
+  try {
+    return await bellmanCheck(comm, result, random, options);
+  } finally {
+    endSequence();
+  }
+}
+
+async function bellmanCheck(
+  comm: Communicator,
+  result: Pick<ApspDistResult, 'n' | 'band'>,
+  random: ApspRandomInput,
+  options: ApspBellmanOptions,
+): Promise<ApspBellmanReport> {
   const { device } = comm;
   // Checked on each rank, then agreed on: a rank with a bad argument must not leave the others
   // waiting in the all-reduce below.
@@ -663,7 +689,7 @@ export async function apspBellmanCheck(
       { name: 'random.maxWeight', value: graph.maxWeight },
       { name: 'random.seed', value: graph.seed },
     ],
-    'apspBellmanCheck',
+    BELLMAN,
   );
   const band = result.band;
   const { density, minWeight, maxWeight, seed: graphSeed } = graph;
@@ -695,8 +721,8 @@ export async function apspBellmanCheck(
     maxWeight,
     graphSeed,
   );
-  await comm.allReduce(partial, 'min');
-  await comm.allReduce(own, 'min');
+  await comm.as(BELLMAN, () => comm.allReduce(partial, 'min'));
+  await comm.as(BELLMAN, () => comm.allReduce(own, 'min'));
   const [viaK, got] = [await partial.toHost(), await own.toHost()];
   const mismatches: ApspBellmanReport['mismatches'] = [];
   let failed = 0;

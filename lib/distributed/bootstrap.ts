@@ -25,6 +25,18 @@ export const UNIQUE_ID_BYTES = 128;
 // No hello or answer is anywhere near this long: anything longer is not one of ours.
 const MAX_LINE = 4096;
 
+// How long a peer that has its answer gets to close its end of the connection before rank 0 cuts
+// it: one that never does (half-open) would otherwise keep rank 0's process alive for ever.
+const LINGER_MS = 1000;
+
+/** Ends `socket` with `text`, and destroys it LINGER_MS later unless the peer closed it by then. */
+function answer(socket: net.Socket, text: string): void {
+  socket.end(text);
+  const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
+}
+
 /** One rank's view of the job it joins. */
 export interface BootstrapJob {
   /** Rank 0's host (MASTER_ADDR) and port (MASTER_PORT). */
@@ -100,16 +112,28 @@ function onLine(socket: net.Socket, handle: (text: string | null, why?: string) 
   });
 }
 
+/**
+ * A value of a peer's hello as messages show it: at most 64 characters, anything but printable ASCII
+ * escaped. Whatever connects writes these, and rank 0's warnings go to a terminal.
+ */
+function shown(v: unknown): string {
+  const text = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
+  const short = text.length > 64 ? `${text.slice(0, 64)}…` : text;
+  return short.replace(/[^\x20-\x7e…]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function who(h: Partial<Hello>, remote: string): string {
-  const where = [h.pid !== undefined ? `pid ${h.pid}` : '', h.host ? `on ${h.host}` : ''].filter(Boolean).join(' ');
+  const where = [h.pid !== undefined ? `pid ${shown(h.pid)}` : '', h.host ? `on ${shown(h.host)}` : '']
+    .filter(Boolean)
+    .join(' ');
   return `${where ? `${where}, ` : ''}from ${remote}`;
 }
 
 /**
  * Rank 0's side: binds the store at `job.host:job.port` (only that loopback address when the host
  * is a loopback one, every interface otherwise, as torch.distributed's store does), calls `makeId`
- * once the address is ours, and resolves to the id once every other rank has presented itself and
- * been sent it. Rejects with an {@link NcclError}: `EADDRINUSE` at once when the port is taken,
+ * once every other rank has presented itself (never when the bootstrap fails), and resolves to the
+ * id once each has been sent it. Rejects with an {@link NcclError}: `EADDRINUSE` at once when the port is taken,
  * `ncclInvalidUsage` when a rank of this job (same explicit token) has another size or a taken rank,
  * `ncclTimeout` at the deadline (naming the ranks that never came and the connections refused).
  */
@@ -135,8 +159,8 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
       server.close();
       for (const s of open) {
         const entry = [...joined.values()].find((j) => j.socket === s);
-        if (entry && err === null && id !== null) s.end(line({ id: id.toString('base64') }));
-        else if (entry && err !== null) s.end(line({ error: `rank 0 gave up: ${err.message}`, code: err.code }));
+        if (entry && err === null && id !== null) answer(s, line({ id: id.toString('base64') }));
+        else if (entry && err !== null) answer(s, line({ error: `rank 0 gave up: ${err.message}`, code: err.code }));
         else if (!replied.has(s)) s.destroy();
       }
       if (err) reject(err);
@@ -163,14 +187,38 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     // A refused connection: the peer gets the reason, rank 0 a warning (or, for an inconsistent job, the same error).
     const refuse = (socket: net.Socket, toPeer: string, here: string, fatal: boolean): void => {
       replied.add(socket);
-      socket.end(line({ error: toPeer, code: 'ncclInvalidUsage' }));
+      answer(socket, line({ error: toPeer, code: 'ncclInvalidUsage' }));
       refusals.push(here);
       if (fatal) finish(new NcclError(`${prefix}: ${here}`, 'ncclInvalidUsage', 'bootstrap'));
       else job.onRefused?.(`${prefix}: ${here}`);
     };
 
+    // The id is made once every rank is here: ncclGetUniqueId starts NCCL's bootstrap root (a thread
+    // and a listening socket that wait for the ranks), which a bootstrap that fails would leave behind.
+    const handOut = (): void => {
+      try {
+        const raw = makeId();
+        if (raw.length !== UNIQUE_ID_BYTES) {
+          throw new Error(`the unique id has ${raw.length} bytes, not ${UNIQUE_ID_BYTES}`);
+        }
+        id = Buffer.from(raw);
+      } catch (e) {
+        finish(
+          e instanceof NcclError
+            ? e
+            : new NcclError(
+                `${prefix}: ${e instanceof Error ? e.message : String(e)}`,
+                'ncclInternalError',
+                'bootstrap',
+              ),
+        );
+        return;
+      }
+      finish(null);
+    };
+
     server.on('connection', (socket) => {
-      if (settled || id === null) {
+      if (settled) {
         socket.destroy();
         return;
       }
@@ -208,29 +256,29 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
         }
         const sameJob = h.job === mine;
         const fatal = sameJob && job.explicitJob;
-        const theirs = `rank ${String(h.rank)} (${who(h, remote)})`;
+        const theirs = `rank ${shown(h.rank)} (${who(h, remote)})`;
         if (!sameJob) {
           refuse(
             socket,
             `rank 0's store at ${address} belongs to another job (its job token's fingerprint is ` +
-              `${mine.slice(0, 12)}, this rank's ${h.job.slice(0, 12)}): two jobs share ` +
+              `${mine.slice(0, 12)}, this rank's ${shown(h.job.slice(0, 12))}): two jobs share ` +
               `MASTER_ADDR:MASTER_PORT, give each its own MASTER_PORT`,
-            `refused ${theirs}: its job token (fingerprint ${h.job.slice(0, 12)}) is not this job's ` +
+            `refused ${theirs}: its job token (fingerprint ${shown(h.job.slice(0, 12))}) is not this job's ` +
               `(${mine.slice(0, 12)}), so it belongs to another job that uses the same address`,
             false,
           );
         } else if (h.size !== size) {
           refuse(
             socket,
-            `rank 0 at ${address} says the job has ${size} ranks, this rank says ${String(h.size)}`,
-            `refused ${theirs}: it says the job has ${String(h.size)} ranks, rank 0 says ${size}`,
+            `rank 0 at ${address} says the job has ${size} ranks, this rank says ${shown(h.size)}`,
+            `refused ${theirs}: it says the job has ${shown(h.size)} ranks, rank 0 says ${size}`,
             fatal,
           );
         } else if (!Number.isInteger(h.rank) || (h.rank as number) < 1 || (h.rank as number) >= size) {
           refuse(
             socket,
-            `rank ${String(h.rank)} is not one of ranks 1 … ${size - 1} (rank 0 is ${address} itself)`,
-            `refused ${theirs}: rank ${String(h.rank)} is not one of ranks 1 … ${size - 1}`,
+            `rank ${shown(h.rank)} is not one of ranks 1 … ${size - 1} (rank 0 is ${address} itself)`,
+            `refused ${theirs}: rank ${shown(h.rank)} is not one of ranks 1 … ${size - 1}`,
             fatal,
           );
         } else if (joined.has(h.rank as number)) {
@@ -243,7 +291,7 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
           );
         } else {
           joined.set(h.rank as number, { socket, hello: h as Hello, remote });
-          if (joined.size === size - 1) finish(null);
+          if (joined.size === size - 1) handOut();
         }
       });
     });
@@ -284,25 +332,7 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     });
     server.on('listening', () => {
       listening = true;
-      try {
-        const raw = makeId();
-        if (raw.length !== UNIQUE_ID_BYTES) {
-          throw new Error(`the unique id has ${raw.length} bytes, not ${UNIQUE_ID_BYTES}`);
-        }
-        id = Buffer.from(raw);
-      } catch (e) {
-        finish(
-          e instanceof NcclError
-            ? e
-            : new NcclError(
-                `${prefix}: ${e instanceof Error ? e.message : String(e)}`,
-                'ncclInternalError',
-                'bootstrap',
-              ),
-        );
-        return;
-      }
-      if (size === 1) finish(null);
+      if (size === 1) handOut();
     });
     // Node sets SO_REUSEADDR (a port in TIME_WAIT can be bound again) but never SO_REUSEPORT: a port
     // another socket listens on is refused with EADDRINUSE.

@@ -27,10 +27,13 @@ export function dataParallelHandle(comm: unknown, device: number): Communicator 
 }
 
 /**
- * @internal Before the first epoch: every rank checks that all agree on the parameter count and the
- * number of batches per epoch (a mismatch would pair one rank's gradient sum with another's error sum,
- * or leave a rank waiting), then rank 0's weights and momentum are broadcast so that every rank starts
- * from the same network. Blocks until the check is done (the broadcasts are queued before training).
+ * @internal Before the first epoch: every rank checks that all agree on the parameter count, the
+ * number of batches per epoch and the epochs (a mismatch would pair one rank's gradient sum with
+ * another's error sum, or leave a rank waiting), and learns whether a rank's own checks before it
+ * failed (`failure`, e.g. a NaN in its shard): then every rank throws, the failed ones their own
+ * error, instead of the others waiting in their first gradient sum until the timeout. Then rank 0's
+ * weights and momentum are broadcast so that every rank starts from the same network. Blocks until
+ * the check is done (the broadcasts are queued before training).
  */
 export function dataParallelStart(
   comm: Communicator,
@@ -38,25 +41,28 @@ export function dataParallelStart(
   momentum: DeviceArray<'float32'>,
   patterns: number,
   batch: number,
+  epochs: number,
+  failure: unknown = null,
 ): void {
-  const batches = Math.ceil(patterns / batch);
-  using mine = upload(Int32Array.of(params.length, batches), { device: comm.device });
-  using all = empty('int32', 2 * comm.size, { device: comm.device });
+  const mine = agreementOf(params.length, patterns, batch, epochs, failure);
+  using onDevice = upload(mine, { device: comm.device });
+  using all = empty('int32', AGREED * comm.size, { device: comm.device });
   // Failures surface through waitSync (and later calls); the promises must not go unhandled.
-  comm.allGather(mine, { out: all }).catch(ignore);
+  comm.allGather(onDevice, { out: all }).catch(ignore);
   comm.waitSync();
-  checkAgreement(comm, all.toHostSync(), params.length, batches);
+  checkAgreement(comm, all.toHostSync(), mine, failure);
   comm.broadcast(params, 0).catch(ignore);
   comm.broadcast(momentum, 0).catch(ignore);
 }
 
 /**
  * @internal {@link dataParallelStart} for `Mlp.trainAsync`: the same check and broadcasts, awaiting
- * the other ranks instead of blocking the JS thread. The training reserves the communicator first
- * (queued behind another training on it, in call order, which is the same on every rank), so that
- * its gradient sums never interleave with another sequence's collectives; it holds it until it calls
- * the release this resolves to (when its last epoch is done, or it fails). A collective issued
- * meanwhile throws, saying the communicator is busy.
+ * the other ranks instead of blocking the JS thread; `failure` settles to this rank's own checks'
+ * error, or null. The training reserves the communicator first (queued behind another training on
+ * it, in call order, which is the same on every rank), so that its gradient sums never interleave
+ * with another sequence's collectives; it holds it until it calls the release this resolves to (when
+ * its last epoch is done, or it fails). A collective issued meanwhile throws, saying the
+ * communicator is busy.
  */
 export async function dataParallelStartAsync(
   comm: Communicator,
@@ -64,14 +70,17 @@ export async function dataParallelStartAsync(
   momentum: DeviceArray<'float32'>,
   patterns: number,
   batch: number,
+  epochs: number,
+  failure: Promise<unknown> = Promise.resolve(null),
 ): Promise<() => void> {
   const release = await comm.reserve(TRAINING);
   try {
-    const batches = Math.ceil(patterns / batch);
-    using mine = upload(Int32Array.of(params.length, batches), { device: comm.device });
-    using all = empty('int32', 2 * comm.size, { device: comm.device });
-    await comm.as(TRAINING, () => comm.allGather(mine, { out: all }));
-    checkAgreement(comm, await all.toHost(), params.length, batches);
+    const failed = await failure;
+    const mine = agreementOf(params.length, patterns, batch, epochs, failed);
+    using onDevice = upload(mine, { device: comm.device });
+    using all = empty('int32', AGREED * comm.size, { device: comm.device });
+    await comm.as(TRAINING, () => comm.allGather(onDevice, { out: all }));
+    checkAgreement(comm, await all.toHost(), mine, failed);
     comm.as(TRAINING, () => comm.broadcast(params, 0)).catch(ignore);
     comm.as(TRAINING, () => comm.broadcast(momentum, 0)).catch(ignore);
     return release;
@@ -81,17 +90,37 @@ export async function dataParallelStartAsync(
   }
 }
 
-function checkAgreement(comm: Communicator, got: Int32Array, parameters: number, batches: number): void {
+// What each rank brings to the agreement: parameters, batches per epoch, epochs, and 1 when its own
+// checks passed.
+const AGREED = 4;
+
+function agreementOf(parameters: number, patterns: number, batch: number, epochs: number, failure: unknown) {
+  return Int32Array.of(parameters, Math.ceil(patterns / batch), epochs, failure === null ? 1 : 0);
+}
+
+function checkAgreement(comm: Communicator, got: Int32Array, mine: Int32Array, failure: unknown): void {
+  const failed: number[] = [];
+  for (let r = 0; r < comm.size; r++) if (got[AGREED * r + 3] !== 1) failed.push(r);
+  if (failure !== null) throw failure;
+  if (failed.length > 0) {
+    throw new Error(
+      `Mlp.train with comm: rank${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed before training ` +
+        '(see its error), so no rank trains',
+    );
+  }
+  const [parameters, batches, epochs] = mine;
   const disagree: string[] = [];
   for (let r = 0; r < comm.size; r++) {
-    if (got[2 * r] !== parameters || got[2 * r + 1] !== batches) {
-      disagree.push(`rank ${r}: ${got[2 * r]} parameters, ${got[2 * r + 1]} batches`);
+    const [p, b, e] = got.subarray(AGREED * r, AGREED * r + 3);
+    if (p !== parameters || b !== batches || e !== epochs) {
+      disagree.push(`rank ${r}: ${p} parameters, ${b} batches, ${e} epochs`);
     }
   }
   if (disagree.length > 0) {
     throw new RangeError(
-      `Mlp.train with comm: the ranks must agree on the network and on the batches per epoch ` +
-        `(rank ${comm.rank}: ${parameters} parameters, ${batches} batches; ${disagree.join('; ')})`,
+      `Mlp.train with comm: the ranks must agree on the network, on the batches per epoch and on the ` +
+        `epochs (rank ${comm.rank}: ${parameters} parameters, ${batches} batches, ${epochs} epochs; ` +
+        `${disagree.join('; ')})`,
     );
   }
 }

@@ -196,8 +196,8 @@ export class Mlp {
    * patterns and the same network options, its batches are its shard's, and after each batch the
    * gradient is summed over the ranks (an NCCL all-reduce) before the update, so every rank applies
    * the same update. The weights and momentum are first broadcast from rank 0, and the ranks check that
-   * they agree on the network's size and the number of batches per epoch (a RangeError on every rank
-   * otherwise). Each epoch's `error` is the sum over all ranks' patterns. To reproduce one GPU's
+   * they agree on the network's size, the number of batches per epoch and the epochs (a RangeError on
+   * every rank otherwise); a rank whose X or T fails the finite check makes every rank throw. Each epoch's `error` is the sum over all ranks' patterns. To reproduce one GPU's
    * training on P patterns in batches of B, give each of the k ranks batches of B / k patterns whose
    * union is the one-GPU batch (with the whole set as one batch, any split works); the weights then
    * agree up to float32 rounding (sums taken in another order). A dead peer makes `train` throw an
@@ -211,12 +211,15 @@ export class Mlp {
     try {
       const P = checkPatterns(this.layers, x, t);
       const { epochs, batch, validate } = checkTrainOptions(options, P);
-      if (validate) {
-        const bad = nonFiniteSumError('X', reduce(x, 'sum')) ?? nonFiniteSumError('T', reduce(t as DeviceArray, 'sum'));
-        if (bad) throw bad;
-      }
+      const bad = validate
+        ? (nonFiniteSumError('X', reduce(x, 'sum')) ?? nonFiniteSumError('T', reduce(t as DeviceArray, 'sum')))
+        : undefined;
+      // With comm every rank learns of it in the start-up agreement (a rank that threw alone would
+      // leave the others waiting in their first gradient sum until the timeout).
+      if (bad && !comm) throw bad;
       const workspace = this.#trainingWorkspace(batch);
-      if (comm) dataParallelStart(comm, params, this.#momentum as DeviceArray<'float32'>, P, batch);
+      if (comm)
+        dataParallelStart(comm, params, this.#momentum as DeviceArray<'float32'>, P, batch, epochs, bad ?? null);
       const error = this.#error as DeviceArray<'float64'>;
       using timer = new EventTimer(this.device);
       const results: EpochResult[] = [];
@@ -331,16 +334,19 @@ export class Mlp {
     try {
       const P = checkPatterns(this.layers, x, t);
       const { epochs, batch, validate } = checkTrainOptions(options, P);
-      // Queued now, read before the first epoch is queued.
+      // Queued now, read before the first epoch is queued (with comm, in the start-up agreement).
       const sums = validate ? [reduceAsync(x, 'sum'), reduceAsync(t as DeviceArray, 'sum')] : [];
-      for (const p of sums) p.catch(() => {}); // awaited below, unless something throws first
+      const checked: Promise<unknown> = Promise.all(sums).then(
+        ([sx, st]) => (validate ? (nonFiniteSumError('X', sx) ?? nonFiniteSumError('T', st) ?? null) : null),
+        (e: unknown) => e,
+      );
       // A workspace of its own: the cached one of train() may be replaced meanwhile.
       using workspace = empty('float32', native.mlpWorkspace(...this.#args(), batch, this.streams, true), {
         device: this.device,
       });
       const momentum = this.#momentum as DeviceArray<'float32'>;
       const error = this.#error as DeviceArray<'float64'>;
-      if (comm) endSequence = await dataParallelStartAsync(comm, params, momentum, P, batch);
+      if (comm) endSequence = await dataParallelStartAsync(comm, params, momentum, P, batch, epochs, checked);
       const release = holdArrays(
         what,
         [],
@@ -352,11 +358,8 @@ export class Mlp {
         ],
       );
       try {
-        if (validate) {
-          const [sx, st] = await Promise.all(sums);
-          const bad = nonFiniteSumError('X', sx) ?? nonFiniteSumError('T', st);
-          if (bad) throw bad;
-        }
+        const bad = comm ? null : await checked;
+        if (bad) throw bad;
         using timer = new EventTimer(this.device);
         const results: EpochResult[] = [];
         for (let e = 0; e < epochs; e++) {

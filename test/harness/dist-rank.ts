@@ -521,6 +521,34 @@ async function mlpMode(): Promise<void> {
     check(e instanceof RangeError && /agree/.test(String(e)), `mismatched batches: ${String(e)}`);
   }
   check(comm.failure === null, 'usable after the mismatch');
+  // A rank that cannot train (a NaN in its shard) or other epochs: every rank throws at once, in
+  // train and trainAsync, instead of the others waiting in their first gradient sum until the
+  // timeout (init's CK_TIMEOUT_MS, 120 s by default); the communicator stays usable.
+  const shardX = X.slice(0, 10 * layers[0]);
+  const shardT = T.slice(0, 10 * layers[2]);
+  const withNaN = shardX.slice();
+  if (rank === size - 1) withNaN[3] = NaN;
+  const cases: [string, Float32Array, number, RegExp][] = [
+    ['a NaN in the last rank’s shard', withNaN, 2, rank === size - 1 ? /finite/ : /rank \d+ failed before training/],
+    ['other epochs on rank 0', shardX, rank === 0 ? 3 : 2, /agree on .* the epochs/],
+  ];
+  for (const [what, x, epochs, expected] of cases) {
+    for (const form of ['train', 'trainAsync'] as const) {
+      const t = performance.now();
+      using net = new ck.Mlp({ layers, eta: 0.1, seed: 1, device });
+      const opts = { epochs, batchSize: 5, comm };
+      const e = await (
+        form === 'train' ? Promise.resolve().then(() => net.train(x, shardT, opts)) : net.trainAsync(x, shardT, opts)
+      ).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      const ms = performance.now() - t;
+      check(e instanceof Error && expected.test(e.message), `${form}, ${what}: ${String(e)}`);
+      check(ms < 10_000, `${form}, ${what}: threw after ${ms.toFixed(0)} ms`);
+      check(comm.failure === null, `${form}, ${what}: the communicator failed: ${String(comm.failure)}`);
+    }
+  }
   comm.destroy();
   finish({ rank, size, worst: Math.max(...Object.values(worst)), nearestSolo });
 }
@@ -731,8 +759,10 @@ async function unawaitedMode(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // late: one rank (CK_LATE_RANK, default the last) comes CK_LATE_MS (4000) late to CK_LATE (init,
-// collective or p2p); the others' event loops must keep turning meanwhile. With CK_ABORT_MS, rank 0
-// aborts from a timer during the wait: abort() returns at once and the pending operation rejects.
+// collective, p2p, or flood: FLOOD un-awaited collectives at once, more than the operations a
+// communicator keeps in flight); the others' event loops must keep turning meanwhile. With
+// CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the pending
+// operation rejects.
 
 /** The event loop's largest delay while `run` runs, in ms. */
 async function lagDuring<T>(
@@ -755,6 +785,9 @@ async function lagDuring<T>(
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// Beyond the 64 operations a communicator keeps in flight (kMaxInFlight in native/distributed/binding.cc).
+const FLOOD = 100;
 
 async function lateMode(): Promise<void> {
   const env = ck.rankFromEnv();
@@ -791,10 +824,18 @@ async function lateMode(): Promise<void> {
       abortCallMs = performance.now() - t;
     }, abortMs);
   }
+  using small = ck.full('float32', 256, rank + 1, { device });
   const op =
     what === 'p2p'
       ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
-      : () => comm.allReduce(a);
+      : what === 'flood'
+        ? () => {
+            // Issued in one go, none awaited (awaiting is optional): each call may only queue.
+            const all: Promise<unknown>[] = [];
+            for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+            return Promise.all(all).then(() => a);
+          }
+        : () => comm.allReduce(a);
   const waited = await lagDuring(async () => {
     const t = performance.now();
     const p = op();
@@ -829,6 +870,12 @@ async function lateMode(): Promise<void> {
   if (waited.error) throw waited.error;
   if (what === 'p2p') {
     if (rank === lateRank) check((await a.toHost())[7] === 1, 'p2p: received rank 0’s data');
+  } else if (what === 'flood') {
+    check(
+      (await small.toHost())[17] === size,
+      `${FLOOD} allReduce max: ${(await small.toHost())[17]}, expected ${size}`,
+    );
+    if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
   } else {
     const want = (size * (size + 1)) / 2;
     check(
