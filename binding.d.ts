@@ -105,6 +105,16 @@ export interface NativeCublasInfo {
   reason?: string;
 }
 
+/** The GPU's energy counter (NVML), or why it cannot be read. */
+export interface NativeGpuEnergy {
+  available: boolean;
+  /** Millijoules since the driver loaded. */
+  millijoules?: number;
+  pciBusId?: string;
+  code?: string;
+  reason?: string;
+}
+
 export interface NativeNcclInfo {
   available: boolean;
   path?: string;
@@ -252,6 +262,8 @@ export interface NativeBinding {
   streamWaitAsync(device: number): Promise<void>;
 
   cublasInfo(): NativeCublasInfo;
+  /** NVML's total energy counter of `device`; never throws for a missing NVML or counter. */
+  gpuEnergy(device: number): NativeGpuEnergy;
   cublasLoad(): string;
 
   /** C = AᵀA with the method at `method` in ataMethods(). */

@@ -19,6 +19,7 @@ void registerMlp(Napi::Env env, Napi::Object exports);
 void registerPeer(Napi::Env env, Napi::Object exports);
 void registerDist(Napi::Env env, Napi::Object exports);
 void registerNvrtc(Napi::Env env, Napi::Object exports);
+void registerNvml(Napi::Env env, Napi::Object exports);
 #ifdef CK_TEST_HOOKS
 void registerDebug(Napi::Env env, Napi::Object exports);
 #endif
@@ -41,6 +42,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   ck::registerPeer(env, exports);
   ck::registerDist(env, exports);
   ck::registerNvrtc(env, exports);
+  ck::registerNvml(env, exports);
 #ifdef CK_TEST_HOOKS
   ck::registerDebug(env, exports);  // fault injection for the tests; not in release builds
 #endif

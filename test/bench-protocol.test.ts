@@ -36,6 +36,9 @@ jest.mock('../lib/timing', () => ({
   },
 }));
 
+// benchPair's energy phases wait for the device between readings.
+jest.mock('../lib/device', () => ({ ...jest.requireActual('../lib/device'), synchronize: () => {} }));
+
 jest.mock('../lib/array', () => {
   const actual = jest.requireActual('../lib/array');
   const arr = (name: string) => ({
@@ -194,6 +197,41 @@ describe('benchVariants and the pair protocol', () => {
     expect(r.ratio?.median).toBeCloseTo(10 / 9, 12);
     expect(r.ratio?.min).toBeCloseTo(10 / 9, 12);
     expect(r.note).toMatch(/7 rounds of fast fast ref ref/);
+  });
+
+  test("with an energy meter, a pair row has both methods' joules per run and their ratio", () => {
+    Object.assign(fake(), { base: { fast: 2, ref: 4 } });
+    // The counter advances by each method's energy per run (fast 3 mJ, ref 5 mJ).
+    let mj = 0;
+    const energyOf: Record<string, number> = { fast: 3, ref: 5 };
+    const s = spec(['fast', 'ref'], {
+      run: (i) => {
+        const v = ['fast', 'ref'][i];
+        fake().current = v;
+        mj += energyOf[v];
+      },
+      rate: () => 1,
+      unit: 'GFLOP/s',
+    });
+    const [r] = benchVariants(
+      { ...ctx, pair: { a: 'fast', b: 'ref', rounds: 2 }, energy: { meter: { read: () => mj }, phaseMs: 50 } },
+      s,
+    );
+    expect(r.energy?.joules.median).toBeCloseTo(0.003, 12);
+    expect(r.versus?.energy?.joules.median).toBeCloseTo(0.005, 12);
+    expect(r.energyRatio).toBeCloseTo(0.6, 12);
+    expect(r.note).toMatch(/energy \(NVML counter, phases A B B A of ≥ 50 ms\): fast 3\.00 mJ\/run/);
+    // Without readings the row says so and has no energy fields.
+    const [none] = benchVariants(
+      {
+        ...ctx,
+        pair: { a: 'fast', b: 'ref', rounds: 2 },
+        energy: { meter: { read: () => undefined, reason: 'NVML could not be loaded' }, phaseMs: 50 },
+      },
+      s,
+    );
+    expect(none.energy).toBeUndefined();
+    expect(none.note).toMatch(/energy: no counter reading \(NVML could not be loaded\)/);
   });
 
   test('a pair is fair where the fixed order was not: equal kernels, one after a light one', () => {

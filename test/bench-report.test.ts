@@ -485,6 +485,27 @@ describe('report', () => {
         '| fast-int32 / cub-int32 | 1048576 | 1.25× (1.20–1.30) | 20 | 1.00 / 1.00 | clocks not sampled / clocks not sampled |',
       ].join('\n'),
     );
+    // A pair measured with --energy-ms gets the energy column; one without it in the same family says so.
+    const energy = (mj: number) => ({
+      joules: { median: mj / 1e3, min: mj / 1e3, max: mj / 1e3 },
+      runs: [9, 9],
+      phaseMs: [2e3, 2e3],
+    });
+    const measured = {
+      ...pairRow('scan', 'fast-int32', 'cub-int32', '2097152', 1.1),
+      energy: energy(8),
+      energyRatio: 0.8,
+    };
+    measured.versus = { ...measured.versus!, energy: energy(10) };
+    const lines = pairsMarkdown([...withPair, measured]).split('\n');
+    expect(lines[0]).toBe(
+      '| pair | size | rate ratio (min–max) | rounds | ms | clocks and power | energy per run (NVML) |',
+    );
+    expect(lines).toContain(
+      '| fast-int32 / cub-int32 | 2097152 | 1.10× (1.05–1.15) | 20 | 1.00 / 1.00 | clocks not sampled / clocks not sampled | ' +
+        '8.00 mJ/run (8.00 mJ–8.00 mJ) / 10.00 mJ/run (10.00 mJ–10.00 mJ); ratio 0.800 |',
+    );
+    expect(lines.find((l) => l.includes('| 1048576 |'))).toMatch(/\| not measured \|$/);
   });
 
   test('writes README.md and charts from the JSON alone; families without rows say so', async () => {

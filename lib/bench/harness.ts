@@ -1,7 +1,9 @@
 // Timing with CUDA events: warm-up, then the median of several repetitions, the variants of a batch
 // in an order that treats them alike (protocol.ts), and the pair protocol every quoted ratio uses.
 import { copyDevice, type DeviceArray, deviceRelativeError, empty } from '../array';
+import { synchronize } from '../device';
 import { EventTimer } from '../timing';
+import { describeEnergy, type EnergyMeter, pairEnergy } from './energy';
 import { gpuDuring, type GpuSample } from './gpu-state';
 import { deBruijnOrder, nowMs, pairRatio, type TimedRun } from './protocol';
 import type { BenchRow } from './results';
@@ -263,6 +265,21 @@ export function benchPair(ctx: BenchContext, spec: VariantSpec, pair: PairSpec):
     const [msA, msB] = [median(timing.samples[0]), median(timing.samples[1])];
     const duringA = duringOf(0);
     const duringB = duringOf(1);
+    // Energy per run (bench --energy-ms): each method alone in phases A B B A, after the timing.
+    const driver = (run: () => void) => ({ run, sync: () => synchronize(ctx.device), now: nowMs });
+    const energy = ctx.energy
+      ? pairEnergy(
+          ctx.energy.meter,
+          { ...driver(() => spec.run(ia, outA)), ms: msA, work: rateA(msA) * msA * 1e-3, unit: spec.unit },
+          {
+            ...driver(runB),
+            ms: msB,
+            work: rateB(msB) * msB * 1e-3,
+            unit: copy ? 'GB/s' : spec.unit,
+          },
+          ctx.energy.phaseMs,
+        )
+      : undefined;
     return {
       op: spec.op,
       method: pair.a,
@@ -281,14 +298,22 @@ export function benchPair(ctx: BenchContext, spec: VariantSpec, pair: PairSpec):
         reps: timing.samples[1].length,
         check: b.check,
         ...(duringB ? { gpuDuring: duringB } : {}),
+        ...(energy ? { energy: energy.b } : {}),
       },
       ratio,
       ...(duringA ? { gpuDuring: duringA } : {}),
+      ...(energy ? { energy: energy.a, energyRatio: energy.ratio } : {}),
       note:
         `pair protocol, ${ratio.rounds} rounds of ${pair.a} ${pair.a} ${pair.b} ${pair.b}: ` +
         `rate ratio ${ratio.median.toFixed(3)} (${ratio.min.toFixed(3)}–${ratio.max.toFixed(3)}); ` +
         `${pair.a} ${msRange(timing.samples[0])}, ${a.text}; ` +
-        `${pair.b} ${msRange(timing.samples[1])}${copy ? ` (${COPY_BYTES / 2 ** 30} GiB device-to-device copy, checked: ${b.check})` : `, ${b.text}`}`,
+        `${pair.b} ${msRange(timing.samples[1])}${copy ? ` (${COPY_BYTES / 2 ** 30} GiB device-to-device copy, checked: ${b.check})` : `, ${b.text}`}` +
+        (energy
+          ? `; energy (NVML counter, phases A B B A of ≥ ${ctx.energy!.phaseMs} ms): ${pair.a} ${describeEnergy(energy.a)}, ` +
+            `${pair.b} ${describeEnergy(energy.b)}, ${pair.a}/${pair.b} ${energy.ratio.toFixed(3)}`
+          : ctx.energy
+            ? `; energy: no counter reading (${ctx.energy.meter.reason ?? 'the counter stopped answering'})`
+            : ''),
     };
   } finally {
     outA.free();
@@ -327,6 +352,11 @@ export interface BenchContext {
   methods?: string[];
   /** The pair protocol: time only these two methods ({@link benchPair}). */
   pair?: PairSpec;
+  /**
+   * Energy per run for pair rows (`bench --energy-ms N`): the GPU's energy counter and the least
+   * length of each phase (lib/bench/energy.ts). Unset: no energy phases.
+   */
+  energy?: { meter: EnergyMeter; phaseMs: number };
   /** The SM clock and power readings of this run so far (lib/bench/gpu-state.ts's GpuSampler), if sampled. */
   sampler?: { samples(): GpuSample[] };
   /**

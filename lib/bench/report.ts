@@ -5,6 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { writeChart } from './chart';
+import { describeEnergy } from './energy';
 import { describeGpuDuring, describeGpuState } from './gpu-state';
 import { parseResultsFile, type BenchFile, type BenchRow } from './results';
 import { copyReference, fmt, fmtSpread, rateRows, sortSizes, splitMethod, type FamilyMeta } from './summary';
@@ -128,8 +129,22 @@ export function pairsMarkdown(rows: readonly BenchRow[]): string {
     (a, b) => a.method.localeCompare(b.method) || order.indexOf(a.size) - order.indexOf(b.size),
   );
   const clocks = (r: BenchRow) => describeGpuDuring(r.gpuDuring).replace(/, \d+ samples?( over the batch)?$/, '$1');
+  // Energy per run (bench --energy-ms) where any pair of the family has it.
+  const withEnergy = sorted.some((r) => r.energy && r.versus?.energy);
+  const energy = (r: BenchRow) =>
+    r.energy && r.versus?.energy && r.energyRatio !== undefined
+      ? `${describeEnergy(r.energy)} / ${describeEnergy(r.versus.energy)}; ratio ${r.energyRatio.toFixed(3)}`
+      : 'not measured';
   return mdTable(
-    ['pair', 'size', 'rate ratio (min–max)', 'rounds', 'ms', 'clocks and power'],
+    [
+      'pair',
+      'size',
+      'rate ratio (min–max)',
+      'rounds',
+      'ms',
+      'clocks and power',
+      ...(withEnergy ? ['energy per run (NVML)'] : []),
+    ],
     sorted.map((r) => [
       `${r.method} / ${r.versus!.method}`,
       r.size,
@@ -137,6 +152,7 @@ export function pairsMarkdown(rows: readonly BenchRow[]): string {
       String(r.ratio!.rounds),
       `${fmt(r.ms)} / ${fmt(r.versus!.ms)}`,
       `${clocks(r)} / ${clocks({ ...r, gpuDuring: r.versus!.gpuDuring })}`,
+      ...(withEnergy ? [energy(r)] : []),
     ]),
   );
 }

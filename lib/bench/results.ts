@@ -5,6 +5,7 @@ import * as path from 'node:path';
 
 import type { DeviceProperties } from '../device';
 import type { GpuDuring } from './gpu-state';
+import type { EnergyPerRun } from './energy';
 import type { PairRatio } from './protocol';
 
 /** One measured (op, method, size). */
@@ -49,6 +50,10 @@ export interface BenchRow {
   ratio?: PairRatio;
   /** SM clock and power while the row's own runs were timed (sampled by nvidia-smi), where read. */
   gpuDuring?: GpuDuring;
+  /** Pair rows run with `--energy-ms`: joules per run from the GPU's energy counter (lib/bench/energy.ts). */
+  energy?: EnergyPerRun;
+  /** Pair rows with energy: this method's joules per run over `versus`'s (below 1: fewer joules per run). */
+  energyRatio?: number;
   /**
    * The run that measured the row: one `bench` invocation (or outside script) has one id. Rows of
    * files written before runs were stamped have none; the report says so.
@@ -72,6 +77,7 @@ export interface PairPartner {
   reps: number;
   check: BenchRow['check'];
   gpuDuring?: GpuDuring;
+  energy?: EnergyPerRun;
 }
 
 /** Clocks, power and temperature of a GPU at one moment, as nvidia-smi reports them. */

@@ -67,6 +67,7 @@ export function runJobs(
   sink: RowSink,
   sampler: GpuSampler | undefined,
   out: (line: string) => void,
+  energy?: BenchContext['energy'],
 ): [BenchFamily, BenchRow[]][] {
   const results: [BenchFamily, BenchRow[]][] = [];
   for (const { name, family, ctx: base } of jobs) {
@@ -75,6 +76,7 @@ export function runJobs(
     const ctx: BenchContext = {
       ...base,
       ...(sampler ? { sampler } : {}),
+      ...(energy && base.pair ? { energy } : {}),
       progress: (item) => {
         seen++;
         // A family without a plan, or one that steps more often than planned, grows the total.

@@ -8,7 +8,9 @@ import { makeTable } from './table';
 
 import { deviceCount, deviceProperties, runtimeInfo } from '../device';
 import { writeChart } from '../bench/chart';
-import { type BenchFamily, type BenchRow, deviceSummary, families, gpuSlug } from '../bench/index';
+import { type BenchContext, type BenchFamily, type BenchRow, deviceSummary, families, gpuSlug } from '../bench/index';
+import { nvmlMeter } from '../bench/energy';
+import { native } from '../native';
 import { GpuSampler } from '../bench/gpu-state';
 import { planJobs, withPairs } from '../bench/options';
 import { newRunStamp, readResultsFile } from '../bench/results';
@@ -29,6 +31,8 @@ export interface BenchOptions {
   pair?: boolean | string;
   /** Rounds of the pair protocol (default 20). */
   rounds?: number;
+  /** With `pair`: each method's joules per run over energy-counter phases of at least this many ms (0: off). */
+  energyMs?: number;
 }
 
 function currentCommit(): string {
@@ -45,6 +49,7 @@ function currentCommit(): string {
 
 /** Pair rows: each method against the other, the ratio of their rates over the rounds, and the clocks. */
 export function pairTable(rows: readonly BenchRow[]): string {
+  const withEnergy = rows.some((r) => r.energyRatio !== undefined);
   const t = makeTable([
     'method',
     'versus',
@@ -56,6 +61,7 @@ export function pairTable(rows: readonly BenchRow[]): string {
     'SM MHz',
     'W',
     'check',
+    ...(withEnergy ? ['J/run', 'energy ratio'] : []),
   ]);
   const both = (a: number | undefined, b: number | undefined) =>
     a === undefined && b === undefined
@@ -75,6 +81,14 @@ export function pairTable(rows: readonly BenchRow[]): string {
       both(a?.smMHz.median, b?.smMHz.median),
       both(a?.powerW.median, b?.powerW.median),
       `${r.check} / ${r.versus.check}`,
+      ...(withEnergy
+        ? [
+            r.energy && r.versus.energy
+              ? `${r.energy.joules.median.toPrecision(3)} / ${r.versus.energy.joules.median.toPrecision(3)}`
+              : '—',
+            r.energyRatio === undefined ? '—' : r.energyRatio.toFixed(3),
+          ]
+        : []),
     ]);
   }
   return t.toString();
@@ -129,6 +143,11 @@ export async function bench(
   if (!pairing && !wanted.includes('copy')) wanted.unshift('copy');
   // Every option, before anything touches the GPU.
   const jobs = planJobs(families, wanted, names, opts);
+  const energyMs = opts.energyMs ?? 0;
+  if (!Number.isInteger(energyMs) || energyMs < 0 || energyMs > 600_000)
+    throw new RangeError(`--energy-ms must be an integer in [0, 600000], got ${energyMs}`);
+  if (energyMs > 0 && !pairing)
+    throw new RangeError('--energy-ms needs --pair (energy is measured for the two methods of a pair)');
   // The GPU next: without one, installing the chart packages would not help.
   if (deviceCount() === 0) {
     const reason = (runtimeInfo().noDeviceReason ?? 'no CUDA device').replace(/\s+/g, ' ');
@@ -159,10 +178,16 @@ export async function bench(
   } catch {
     sampler = undefined; // no worker threads: rows go without clocks
   }
+  let energy: BenchContext['energy'];
+  if (energyMs > 0) {
+    const meter = nvmlMeter((d) => native.gpuEnergy(d), opts.device);
+    if (meter.reason !== undefined) out(`energy: no readings, the rows will say so (${meter.reason})`);
+    energy = { meter, phaseMs: energyMs };
+  }
   const progress = createProgress(planned);
   let results: [BenchFamily, BenchRow[]][];
   try {
-    results = runJobs(jobs, progress, stamp, props.pciBusId, sink, sampler, out);
+    results = runJobs(jobs, progress, stamp, props.pciBusId, sink, sampler, out, energy);
   } finally {
     progress.stop();
     sampler?.stop();

@@ -76,6 +76,12 @@ program
     "time only methods a and b, alternating in both orders over many rounds (the protocol of every quoted ratio); without a,b each family's own claims",
   )
   .option('--rounds <n>', 'rounds of the pair protocol (each runs a, a, b, b)', positiveInt, 20)
+  .option(
+    '--energy-ms <ms>',
+    "with --pair: also each method's joules per run, from the GPU's energy counter (NVML) over phases a, b, b, a of at least ms each (2000 is a good length; 0: off)",
+    positiveInt,
+    0,
+  )
   .option('--reps <n>', 'timed repetitions per item (median reported)', positiveInt, 10)
   .option('--warmup <n>', 'untimed runs before timing', positiveInt, 2)
   .option('--quick', 'small sizes only', false)

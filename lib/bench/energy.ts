@@ -1,0 +1,121 @@
+// Energy per run, beside the time: the board's energy counter (NVML's total energy consumption, in
+// millijoules, read by native/core/nvml.cc) over a phase in which one method runs back to back. Under
+// the power cap two kernels of the same speed can differ in joules per flop, and that is the lever
+// that decides which one is faster when both run at the cap (GPU-FACTS.md, "Power cap and the order
+// of runs"). The counter advances every 20–100 ms, so a phase lasts at least `phaseMs` (default 2 s)
+// and the error is a few percent at most; phases run in the order A B B A, so each method's two
+// phases follow both the other method and itself. Nothing here needs a GPU to be tested: the meter
+// and the runs are injected.
+import { spreadOf, type Spread } from './protocol';
+
+/** Reads a GPU's energy counter in millijoules, or undefined where it cannot. */
+export interface EnergyMeter {
+  read(): number | undefined;
+  /** Why there are no readings, where there are none. */
+  reason?: string;
+}
+
+/** What one method's phases measured. */
+export interface EnergyPerRun {
+  /** Joules per run: median (of the phases), min, max. */
+  joules: Spread;
+  /** Runs in each phase. */
+  runs: number[];
+  /** Each phase's length in ms (host clock, synchronized). */
+  phaseMs: number[];
+  /** Work per joule (the row's work unit per J, e.g. GFLOP/J), where the work per run is known. */
+  workPerJoule?: number;
+  /** Its unit: the row's unit with `/s` replaced by `/J`. */
+  unit?: string;
+}
+
+/** The energy meter of a device, from the native binding's gpuEnergy. */
+export function nvmlMeter(
+  gpuEnergy: (device: number) => { available: boolean; millijoules?: number; reason?: string },
+  device: number,
+): EnergyMeter {
+  const first = gpuEnergy(device);
+  if (!first.available || first.millijoules === undefined)
+    return { read: () => undefined, reason: first.reason ?? 'the energy counter cannot be read' };
+  return {
+    read: () => {
+      const r = gpuEnergy(device);
+      return r.available ? r.millijoules : undefined;
+    },
+  };
+}
+
+/** One phase: `run` back to back `count` times between two counter readings. */
+export interface PhaseDriver {
+  /** Runs one method once (queued; `sync` waits for it). */
+  run(): void;
+  /** Waits for the device. */
+  sync(): void;
+  /** Host clock in ms. */
+  now(): number;
+}
+
+/**
+ * Joules per run of two methods, in phases A B B A of at least `phaseMs` each (runs per phase from
+ * each method's median time `msA`/`msB`). `workA`/`workB`: work per run in the row's unit-seconds
+ * (GFLOP for a GFLOP/s row), for the work per joule. Undefined where the meter gives no reading.
+ */
+export function pairEnergy(
+  meter: EnergyMeter,
+  a: PhaseDriver & { ms: number; work?: number; unit?: string },
+  b: PhaseDriver & { ms: number; work?: number; unit?: string },
+  phaseMs = 2000,
+): { a: EnergyPerRun; b: EnergyPerRun; ratio: number } | undefined {
+  if (!(phaseMs > 0)) throw new RangeError(`pairEnergy: phaseMs must be > 0, got ${phaseMs}`);
+  const phases: { a: number[]; b: number[]; runsA: number[]; runsB: number[]; msA: number[]; msB: number[] } = {
+    a: [],
+    b: [],
+    runsA: [],
+    runsB: [],
+    msA: [],
+    msB: [],
+  };
+  for (const which of ['a', 'b', 'b', 'a'] as const) {
+    const m = which === 'a' ? a : b;
+    const count = Math.max(1, Math.ceil(phaseMs / Math.max(m.ms, 1e-3)));
+    m.sync();
+    const before = meter.read();
+    const t0 = m.now();
+    for (let i = 0; i < count; i++) m.run();
+    m.sync();
+    const t1 = m.now();
+    const after = meter.read();
+    if (before === undefined || after === undefined || !(after >= before)) return undefined;
+    const joules = (after - before) / 1e3 / count;
+    if (which === 'a') {
+      phases.a.push(joules);
+      phases.runsA.push(count);
+      phases.msA.push(t1 - t0);
+    } else {
+      phases.b.push(joules);
+      phases.runsB.push(count);
+      phases.msB.push(t1 - t0);
+    }
+  }
+  const per = (j: number[], runs: number[], ms: number[], m: { work?: number; unit?: string }): EnergyPerRun => {
+    const joules = spreadOf(j);
+    const out: EnergyPerRun = { joules, runs, phaseMs: ms };
+    if (m.work !== undefined && m.unit !== undefined && joules.median > 0) {
+      out.workPerJoule = m.work / joules.median;
+      out.unit = m.unit.replace(/\/s$/, '/J');
+    }
+    return out;
+  };
+  const ea = per(phases.a, phases.runsA, phases.msA, a);
+  const eb = per(phases.b, phases.runsB, phases.msB, b);
+  return { a: ea, b: eb, ratio: ea.joules.median / eb.joules.median };
+}
+
+/** `12.3 mJ/run (12.1–12.5), 81.2 GFLOP/J`. */
+export function describeEnergy(e: EnergyPerRun): string {
+  const j = (v: number) => (v >= 1 ? `${v.toFixed(3)} J` : `${(v * 1e3).toFixed(2)} mJ`);
+  return (
+    `${j(e.joules.median)}/run (${j(e.joules.min)}–${j(e.joules.max)})` +
+    (e.workPerJoule !== undefined ? `, ${e.workPerJoule.toFixed(1)} ${e.unit}` : '')
+  );
+}

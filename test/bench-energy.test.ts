@@ -1,0 +1,88 @@
+// Energy per run in the pair protocol (lib/bench/energy.ts), with the meter and the runs faked: the
+// phases' order and lengths, joules per run, work per joule, and what happens without readings. No
+// GPU needed; the native counter itself (NVML) is read on a GPU host by `bench --pair --energy-ms`.
+import { bench } from '../lib/cli/bench';
+import { describeEnergy, type EnergyMeter, nvmlMeter, pairEnergy } from '../lib/bench/energy';
+
+/** A fake board: a counter in mJ that each run advances by its method's energy. */
+function board(mj: Record<string, number>, ms: Record<string, number>) {
+  const state = { counter: 1_000_000, clock: 0, log: [] as string[], syncs: 0 };
+  const meter: EnergyMeter = { read: () => state.counter };
+  const driver = (name: string, work?: number) => ({
+    run: () => {
+      state.counter += mj[name];
+      state.clock += ms[name];
+      state.log.push(name);
+    },
+    sync: () => {
+      state.syncs++;
+    },
+    now: () => state.clock,
+    ms: ms[name],
+    ...(work !== undefined ? { work, unit: 'GFLOP/s' } : {}),
+  });
+  return { state, meter, driver };
+}
+
+describe('pairEnergy', () => {
+  test('phases A B B A, each at least phaseMs long, joules per run and their ratio', () => {
+    const { state, meter, driver } = board({ a: 30, b: 40 }, { a: 7, b: 10 });
+    const e = pairEnergy(meter, driver('a', 2.5), driver('b', 2.5), 100)!;
+    // ceil(100 / 7) = 15 runs of a, ceil(100 / 10) = 10 of b, in the order a b b a.
+    const phases = state.log.join('').match(/(a+|b+)/g)!;
+    expect(phases).toEqual(['a'.repeat(15), 'b'.repeat(20), 'a'.repeat(15)]);
+    expect(e.a.runs).toEqual([15, 15]);
+    expect(e.b.runs).toEqual([10, 10]);
+    expect(e.a.phaseMs.every((t) => t >= 100)).toBe(true);
+    expect(e.a.joules.median).toBeCloseTo(0.03, 12);
+    expect(e.b.joules.median).toBeCloseTo(0.04, 12);
+    expect(e.ratio).toBeCloseTo(0.75, 12);
+    // 2.5 GFLOP a run over 0.03 J.
+    expect(e.a.workPerJoule).toBeCloseTo(2.5 / 0.03, 9);
+    expect(e.a.unit).toBe('GFLOP/J');
+    // Synchronized before and after every phase.
+    expect(state.syncs).toBe(8);
+    expect(describeEnergy(e.a)).toBe('30.00 mJ/run (30.00 mJ–30.00 mJ), 83.3 GFLOP/J');
+  });
+
+  test('a method slower than the phase still runs once per phase', () => {
+    const { meter, driver } = board({ a: 5000, b: 10 }, { a: 5000, b: 1 });
+    const e = pairEnergy(meter, driver('a'), driver('b'), 100)!;
+    expect(e.a.runs).toEqual([1, 1]);
+    expect(e.a.joules.median).toBe(5);
+    expect(e.a.workPerJoule).toBeUndefined();
+  });
+
+  test('no reading, or a counter that went backwards (a driver reload), gives no energy', () => {
+    const { driver } = board({ a: 1, b: 1 }, { a: 1, b: 1 });
+    expect(pairEnergy({ read: () => undefined }, driver('a'), driver('b'), 10)).toBeUndefined();
+    let v = 100;
+    const backwards: EnergyMeter = { read: () => (v -= 10) };
+    expect(pairEnergy(backwards, driver('a'), driver('b'), 10)).toBeUndefined();
+    expect(() => pairEnergy({ read: () => 0 }, driver('a'), driver('b'), 0)).toThrow(/phaseMs must be > 0/);
+  });
+});
+
+describe('nvmlMeter', () => {
+  test('reads the counter of the device asked for, and says why when there is none', () => {
+    const asked: number[] = [];
+    let mj = 10;
+    const m = nvmlMeter((d) => (asked.push(d), { available: true, millijoules: (mj += 5) }), 3);
+    expect(m.reason).toBeUndefined();
+    expect([m.read(), m.read()]).toEqual([20, 25]);
+    expect(asked).toEqual([3, 3, 3]);
+    const none = nvmlMeter(() => ({ available: false, reason: 'NVML could not be loaded' }), 0);
+    expect(none.reason).toBe('NVML could not be loaded');
+    expect(none.read()).toBeUndefined();
+  });
+});
+
+describe('bench --energy-ms', () => {
+  const opts = { reps: 1, warmup: 0, quick: true, out: '/nonexistent-results', device: 0, charts: false };
+  test('needs --pair, and a length in range, checked before anything touches the GPU', async () => {
+    await expect(bench(['ata'], { ...opts, energyMs: 2000 }, () => {})).rejects.toThrow(/--energy-ms needs --pair/);
+    await expect(bench(['ata'], { ...opts, pair: true, energyMs: 1.5 }, () => {})).rejects.toThrow(
+      /--energy-ms must be an integer in \[0, 600000\], got 1.5/,
+    );
+  });
+});
