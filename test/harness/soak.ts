@@ -169,8 +169,16 @@ async function main(): Promise<number> {
   // Kernels load lazily on first launch (device memory for their code): run every variant on
   // problems across the soak's sizes first, so the start measurement already includes them.
   for (const f of FAMILIES) await warmUp(f, 30, LIMITS);
-  ck.synchronize();
-  const start = ck.memoryInfo();
+  // Both measurements after trimMemoryPool(): memoryInfo().free counts the pool's unused reserve as
+  // free, but not every cache trimMemoryPool() gives back, and the soak trims at random. The 10-minute
+  // H100 run of 2026-11-26 (no trim before its start) ended with exactly one 2 MiB granule more free
+  // than it started with; which cache held it was not found. Trimmed, both compare what is in use.
+  const measure = () => {
+    ck.synchronize();
+    ck.trimMemoryPool(0, 0);
+    return ck.memoryInfo();
+  };
+  const start = measure();
   log(`soak start: seed ${SEED}, ${MINUTES} min, memoryInfo free ${start.free} of ${start.total} bytes`);
   if (START_FILE) fs.writeFileSync(START_FILE, String(start.free));
   const began = Date.now();
@@ -267,8 +275,7 @@ async function main(): Promise<number> {
     while (!fs.existsSync(WAIT_FILE) && Date.now() < until) await new Promise((r) => setTimeout(r, 1000));
     log(`waited for ${WAIT_FILE}: ${fs.existsSync(WAIT_FILE) ? 'present' : 'still absent'}`);
   }
-  ck.synchronize();
-  const end = ck.memoryInfo();
+  const end = measure();
   const delta = start.free - end.free;
   const total = Object.values(ops).reduce((s, n) => s + n, 0);
   log(`soak end: ${minutes.toFixed(2)} min of operations, ${total} operations ${JSON.stringify(ops)}`);
