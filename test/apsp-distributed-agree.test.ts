@@ -10,9 +10,9 @@ import {
   type ApspDistInput,
   type ApspDistOptions,
 } from '../lib/distributed/apsp';
-import { Communicator } from '../lib/distributed/communicator';
 import { NcclError } from '../lib/distributed/nccl';
 import { native } from '../lib/native';
+import { standInCommunicator } from './helpers/stand-in-comm';
 
 // Device arrays as host copies: all agree() needs of them (and, for the runs below, a band).
 jest.mock('../lib/array', () => {
@@ -53,15 +53,7 @@ function fakeJob(size: number, slow: (rank: number, data: Float64Array) => numbe
   const issued = Array.from({ length: size }, () => 0);
   const log: string[][] = Array.from({ length: size }, () => []);
   const comms = Array.from({ length: size }, (_, rank) => {
-    const comm = new (Communicator as unknown as new (...a: unknown[]) => Communicator)(
-      { rank },
-      rank,
-      size,
-      0,
-      1000,
-      undefined,
-      'options',
-    );
+    const comm = standInCommunicator(rank, size);
     // As Communicator#queue does: a reserved communicator refuses calls from outside the sequence.
     Object.assign(comm, {
       allGather: (arr: ReturnType<typeof mockHostArray>) => {

@@ -300,15 +300,21 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     );
   }, 180_000);
 
+  /** Two ranks, the second 4 s late to `what` (dist-rank.ts's `late` mode); rank 0's result once both passed. */
+  async function lateRun(what: string) {
+    const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: what, CK_LATE_MS: '4000' });
+    const ends = await exits;
+    const [r0] = results(out[0]);
+    const [r1] = results(out[1]);
+    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    return r0;
+  }
+
   test.each(['init', 'collective', 'p2p'])(
     'a peer 4 s late to %s: the other rank’s event loop keeps turning (lag ≤ 20 ms) and the call returns at once',
     async (what) => {
-      const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: what, CK_LATE_MS: '4000' });
-      const ends = await exits;
-      const [r0] = results(out[0]);
-      const [r1] = results(out[1]);
-      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
-        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+      const r0 = await lateRun(what);
       report(
         `peer 4 s late to ${what}: rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag` +
           `${r0.callMs !== undefined ? `; the call itself took ${(r0.callMs as number).toFixed(3)} ms` : ''}`,
@@ -320,12 +326,7 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
   test('100 un-awaited collectives at once (more than the 64 kept in flight) with a peer 4 s late: the calls return at once, the event loop keeps turning', async () => {
     // The 65th call used to wait in the JavaScript thread for the oldest to complete, i.e. for the
     // late peer (up to timeoutMs for a hung one).
-    const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: 'flood', CK_LATE_MS: '4000' });
-    const ends = await exits;
-    const [r0] = results(out[0]);
-    const [r1] = results(out[1]);
-    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
-      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    const r0 = await lateRun('flood');
     report(
       `100 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
         `rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag`,

@@ -4,8 +4,9 @@
 // others would otherwise wait in their first gradient sum until the communicator's timeout (a rank
 // left waiting shows as a test that runs past HANG_MS). The trainings themselves are in
 // dist-gpu.test.ts.
-import { Communicator } from '../lib/distributed/communicator';
+import type { Communicator } from '../lib/distributed/communicator';
 import { dataParallelStartAsync } from '../lib/distributed/mlp';
+import { standInCommunicator } from './helpers/stand-in-comm';
 
 jest.mock('../lib/array', () => {
   const actual = jest.requireActual('../lib/array');
@@ -27,15 +28,7 @@ function fakeJob(size: number): Communicator[] {
   let outs: HostArray[] = [];
   let wake: (() => void)[] = [];
   return Array.from({ length: size }, (_, rank) => {
-    const comm = new (Communicator as unknown as new (...a: unknown[]) => Communicator)(
-      { rank },
-      rank,
-      size,
-      0,
-      1000,
-      undefined,
-      'options',
-    );
+    const comm = standInCommunicator(rank, size);
     Object.assign(comm, {
       allGather: (arr: HostArray, options: { out: HostArray }) => {
         comm.handle('allGather');
