@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+chmod 755 "$work" # mktemp -d makes it 0700; test/cli.test.ts runs the CLI as nobody under root
 mkdir -p "$work/clone" "$work/empty"
 git ls-files -co --exclude-standard -z | grep -zv '^node_modules$' | tar --null -T - -cf - | tar -xf - -C "$work/clone"
 
