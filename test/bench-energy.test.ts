@@ -2,7 +2,20 @@
 // phases' order and lengths, joules per run, work per joule, and what happens without readings. No
 // GPU needed; the native counter itself (NVML) is read on a GPU host by `bench --pair --energy-ms`.
 import { bench } from '../lib/cli/bench';
-import { describeEnergy, type EnergyMeter, nvmlMeter, pairEnergy } from '../lib/bench/energy';
+import {
+  describeEnergy,
+  type EnergyMeter,
+  nvmlMeter,
+  type NoEnergy,
+  type PairEnergy,
+  pairEnergy,
+} from '../lib/bench/energy';
+
+/** The energy of a pair that must have been measured. */
+function measured(e: PairEnergy | NoEnergy): PairEnergy {
+  if ('missing' in e) throw new Error(`no energy: ${e.missing}`);
+  return e;
+}
 
 /** A fake board: a counter in mJ that each run advances by its method's energy. */
 function board(mj: Record<string, number>, ms: Record<string, number>) {
@@ -27,7 +40,7 @@ function board(mj: Record<string, number>, ms: Record<string, number>) {
 describe('pairEnergy', () => {
   test('phases A B B A, each at least phaseMs long, joules per run and their ratio', () => {
     const { state, meter, driver } = board({ a: 30, b: 40 }, { a: 7, b: 10 });
-    const e = pairEnergy(meter, driver('a', 2.5), driver('b', 2.5), 100)!;
+    const e = measured(pairEnergy(meter, driver('a', 2.5), driver('b', 2.5), 100));
     // ceil(100 / 7) = 15 runs of a, ceil(100 / 10) = 10 of b, in the order a b b a.
     const phases = state.log.join('').match(/(a+|b+)/g)!;
     expect(phases).toEqual(['a'.repeat(15), 'b'.repeat(20), 'a'.repeat(15)]);
@@ -47,7 +60,7 @@ describe('pairEnergy', () => {
 
   test('a method slower than the phase still runs once per phase', () => {
     const { meter, driver } = board({ a: 5000, b: 10 }, { a: 5000, b: 1 });
-    const e = pairEnergy(meter, driver('a'), driver('b'), 100)!;
+    const e = measured(pairEnergy(meter, driver('a'), driver('b'), 100));
     expect(e.a.runs).toEqual([1, 1]);
     expect(e.a.joules.median).toBe(5);
     expect(e.a.workPerJoule).toBeUndefined();
@@ -55,11 +68,38 @@ describe('pairEnergy', () => {
 
   test('no reading, or a counter that went backwards (a driver reload), gives no energy', () => {
     const { driver } = board({ a: 1, b: 1 }, { a: 1, b: 1 });
-    expect(pairEnergy({ read: () => undefined }, driver('a'), driver('b'), 10)).toBeUndefined();
+    expect(
+      pairEnergy({ read: () => undefined, reason: 'NVML could not be loaded' }, driver('a'), driver('b'), 10),
+    ).toEqual({
+      missing: 'NVML could not be loaded',
+    });
+    expect(pairEnergy({ read: () => undefined }, driver('a'), driver('b'), 10)).toEqual({
+      missing: 'the counter stopped answering',
+    });
     let v = 100;
     const backwards: EnergyMeter = { read: () => (v -= 10) };
-    expect(pairEnergy(backwards, driver('a'), driver('b'), 10)).toBeUndefined();
+    expect(pairEnergy(backwards, driver('a'), driver('b'), 10)).toEqual({
+      missing: 'the counter went backwards in a phase of A (10 runs, 10.0 ms): the driver reloaded?',
+    });
     expect(() => pairEnergy({ read: () => 0 }, driver('a'), driver('b'), 0)).toThrow(/phaseMs must be > 0/);
+  });
+
+  test('a counter that does not advance in a phase (shorter than its update period) gives no energy, not 0 J', () => {
+    // The board's counter steps every 100 ms; phases of 10 ms mostly fall between two steps.
+    const { state, driver } = board({ a: 0, b: 0 }, { a: 1, b: 1 });
+    const stepping: EnergyMeter = { read: () => 1000 + 100 * Math.floor(state.clock / 100) };
+    expect(pairEnergy(stepping, driver('a', 1), driver('b', 1), 10)).toEqual({
+      missing:
+        'the counter did not advance in a phase of A (10 runs, 10.0 ms): phases shorter than its update period read 0 J',
+    });
+    // Only B's phases stuck: no energy either, not a ratio of Infinity.
+    let mj = 0;
+    const onlyA: EnergyMeter = { read: () => mj };
+    const a = { ...driver('a'), run: () => (mj += 5) };
+    expect(pairEnergy(onlyA, a, driver('b'), 10)).toEqual({
+      missing:
+        'the counter did not advance in a phase of B (10 runs, 10.0 ms): phases shorter than its update period read 0 J',
+    });
   });
 });
 
