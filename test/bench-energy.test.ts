@@ -1,7 +1,10 @@
 // Energy per run in the pair protocol (lib/bench/energy.ts), with the meter and the runs faked: the
 // phases' order and lengths, joules per run, work per joule, and what happens without readings. No
 // GPU needed; the native counter itself (NVML) is read on a GPU host by `bench --pair --energy-ms`.
+import { deviceCount, empty, runtimeInfo, synchronize } from '../lib';
 import { bench } from '../lib/cli/bench';
+import { native } from '../lib/native';
+import { describeGpu, describeNoGpu } from './helpers/gpu';
 import {
   describeEnergy,
   type EnergyMeter,
@@ -124,5 +127,50 @@ describe('bench --energy-ms', () => {
     await expect(bench(['ata'], { ...opts, pair: true, energyMs: 1.5 }, () => {})).rejects.toThrow(
       /--energy-ms must be an integer in \[0, 600000\], got 1.5/,
     );
+  });
+});
+
+describeNoGpu('gpuEnergy without a GPU', () => {
+  test('says why for any index instead of throwing; a non-integer index is refused', () => {
+    for (const d of [0, -1, 7]) {
+      const e = native.gpuEnergy(d);
+      expect(e).toMatchObject({ available: false, code: expect.any(String) });
+      expect(e.reason).toBe(runtimeInfo().noDeviceReason);
+    }
+    expect(() => native.gpuEnergy(0.5)).toThrow(/device must be a 32-bit integer/);
+  });
+});
+
+describeGpu('gpuEnergy on a GPU (NVML, from the driver)', () => {
+  test('an index CUDA does not know is unavailable and leaves no error behind for the next launch', () => {
+    const a = empty('float32', 1 << 16);
+    try {
+      for (const d of [-1, deviceCount()]) {
+        expect(native.gpuEnergy(d)).toMatchObject({ available: false, code: 'cudaErrorInvalidDevice' });
+        // A launch checked with cudaGetLastError: a failed cudaDeviceGetPCIBusId(d) made it throw.
+        a.fillRandom(1);
+      }
+      synchronize(0);
+    } finally {
+      a.free();
+    }
+  });
+
+  test("reads device 0's counter in millijoules, by its PCI address, and the counter advances under work", () => {
+    const first = native.gpuEnergy(0);
+    expect(first).toMatchObject({ available: true, millijoules: expect.any(Number) });
+    expect(first.pciBusId).toMatch(/^[0-9a-f]+:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$/i);
+    const a = empty('float32', 1 << 26);
+    try {
+      const t0 = Date.now();
+      while (Date.now() - t0 < 500) {
+        a.fillRandom(2);
+        synchronize(0);
+      }
+    } finally {
+      a.free();
+    }
+    const second = native.gpuEnergy(0);
+    expect(second.millijoules!).toBeGreaterThan(first.millijoules!);
   });
 });
