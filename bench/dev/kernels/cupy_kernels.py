@@ -138,10 +138,12 @@ import cupy as cp, numpy as np
 first, second = json.loads(sys.stdin.read())
 n = 1024
 x = cp.asarray(np.arange(n, dtype=np.float32) % 17 - 8)
-y0 = cp.asarray((np.arange(n) % 5).astype(np.float32) * 0.25)
-want = (2 * cp.asnumpy(x).astype(np.float64) + cp.asnumpy(y0)).astype(np.float32)
+# y from the host each time: y0.copy() on the device is a CuPy kernel, which would run before the
+# process's first timed one.
+y0 = (np.arange(n) % 5).astype(np.float32) * 0.25
+want = (2 * cp.asnumpy(x).astype(np.float64) + y0).astype(np.float32)
 def call(src):
-    y = y0.copy()
+    y = cp.asarray(y0)
     cp.cuda.Device().synchronize()
     t = time.perf_counter()
     k = cp.RawKernel(src, "saxpy")
