@@ -11,8 +11,8 @@ The same saxpy source (a comment line, then the kernel) and the same calls:
   reduction    ReductionKernel sum of squares of 2^28 float32 (CUDA events)
 
 Prints one JSON line per row in the result file's format (op `kernels`, method `cupy` or `pytorch`, the sizes of
-lib/bench/kernels.ts), plus `{"clocks": ...}` lines at start and end. bench/dev/kernels/merge.js merges the rows
-into bench/results/<gpu>.json. `--quick`: fewer repetitions and 2^24 elements.
+lib/bench/kernels.ts), plus `{"clocks": ...}` lines at start and end. `node bench/dev/merge-python-rows.js kernels`
+merges the rows into bench/results/<gpu>.json. `--quick`: fewer repetitions and 2^24 elements.
 """
 import json
 import os
