@@ -1,8 +1,24 @@
 // Energy per run in the pair protocol (lib/bench/energy.ts), with the meter and the runs faked: the
 // phases' order and lengths, joules per run, work per joule, and what happens without readings. No
 // GPU needed; the native counter itself (NVML) is read on a GPU host by `bench --pair --energy-ms`.
+import { deviceCount, empty, runtimeInfo, synchronize } from '../lib';
 import { bench } from '../lib/cli/bench';
-import { describeEnergy, type EnergyMeter, nvmlMeter, pairEnergy } from '../lib/bench/energy';
+import { native } from '../lib/native';
+import { describeGpu, describeNoGpu } from './helpers/gpu';
+import {
+  describeEnergy,
+  type EnergyMeter,
+  nvmlMeter,
+  type NoEnergy,
+  type PairEnergy,
+  pairEnergy,
+} from '../lib/bench/energy';
+
+/** The energy of a pair that must have been measured. */
+function measured(e: PairEnergy | NoEnergy): PairEnergy {
+  if ('missing' in e) throw new Error(`no energy: ${e.missing}`);
+  return e;
+}
 
 /** A fake board: a counter in mJ that each run advances by its method's energy. */
 function board(mj: Record<string, number>, ms: Record<string, number>) {
@@ -27,7 +43,7 @@ function board(mj: Record<string, number>, ms: Record<string, number>) {
 describe('pairEnergy', () => {
   test('phases A B B A, each at least phaseMs long, joules per run and their ratio', () => {
     const { state, meter, driver } = board({ a: 30, b: 40 }, { a: 7, b: 10 });
-    const e = pairEnergy(meter, driver('a', 2.5), driver('b', 2.5), 100)!;
+    const e = measured(pairEnergy(meter, driver('a', 2.5), driver('b', 2.5), 100));
     // ceil(100 / 7) = 15 runs of a, ceil(100 / 10) = 10 of b, in the order a b b a.
     const phases = state.log.join('').match(/(a+|b+)/g)!;
     expect(phases).toEqual(['a'.repeat(15), 'b'.repeat(20), 'a'.repeat(15)]);
@@ -47,7 +63,7 @@ describe('pairEnergy', () => {
 
   test('a method slower than the phase still runs once per phase', () => {
     const { meter, driver } = board({ a: 5000, b: 10 }, { a: 5000, b: 1 });
-    const e = pairEnergy(meter, driver('a'), driver('b'), 100)!;
+    const e = measured(pairEnergy(meter, driver('a'), driver('b'), 100));
     expect(e.a.runs).toEqual([1, 1]);
     expect(e.a.joules.median).toBe(5);
     expect(e.a.workPerJoule).toBeUndefined();
@@ -55,11 +71,38 @@ describe('pairEnergy', () => {
 
   test('no reading, or a counter that went backwards (a driver reload), gives no energy', () => {
     const { driver } = board({ a: 1, b: 1 }, { a: 1, b: 1 });
-    expect(pairEnergy({ read: () => undefined }, driver('a'), driver('b'), 10)).toBeUndefined();
+    expect(
+      pairEnergy({ read: () => undefined, reason: 'NVML could not be loaded' }, driver('a'), driver('b'), 10),
+    ).toEqual({
+      missing: 'NVML could not be loaded',
+    });
+    expect(pairEnergy({ read: () => undefined }, driver('a'), driver('b'), 10)).toEqual({
+      missing: 'the counter stopped answering',
+    });
     let v = 100;
     const backwards: EnergyMeter = { read: () => (v -= 10) };
-    expect(pairEnergy(backwards, driver('a'), driver('b'), 10)).toBeUndefined();
+    expect(pairEnergy(backwards, driver('a'), driver('b'), 10)).toEqual({
+      missing: 'the counter went backwards in a phase of A (10 runs, 10.0 ms): the driver reloaded?',
+    });
     expect(() => pairEnergy({ read: () => 0 }, driver('a'), driver('b'), 0)).toThrow(/phaseMs must be > 0/);
+  });
+
+  test('a counter that does not advance in a phase (shorter than its update period) gives no energy, not 0 J', () => {
+    // The board's counter steps every 100 ms; phases of 10 ms mostly fall between two steps.
+    const { state, driver } = board({ a: 0, b: 0 }, { a: 1, b: 1 });
+    const stepping: EnergyMeter = { read: () => 1000 + 100 * Math.floor(state.clock / 100) };
+    expect(pairEnergy(stepping, driver('a', 1), driver('b', 1), 10)).toEqual({
+      missing:
+        'the counter did not advance in a phase of A (10 runs, 10.0 ms): phases shorter than its update period read 0 J',
+    });
+    // Only B's phases stuck: no energy either, not a ratio of Infinity.
+    let mj = 0;
+    const onlyA: EnergyMeter = { read: () => mj };
+    const a = { ...driver('a'), run: () => (mj += 5) };
+    expect(pairEnergy(onlyA, a, driver('b'), 10)).toEqual({
+      missing:
+        'the counter did not advance in a phase of B (10 runs, 10.0 ms): phases shorter than its update period read 0 J',
+    });
   });
 });
 
@@ -84,5 +127,50 @@ describe('bench --energy-ms', () => {
     await expect(bench(['ata'], { ...opts, pair: true, energyMs: 1.5 }, () => {})).rejects.toThrow(
       /--energy-ms must be an integer in \[0, 600000\], got 1.5/,
     );
+  });
+});
+
+describeNoGpu('gpuEnergy without a GPU', () => {
+  test('says why for any index instead of throwing; a non-integer index is refused', () => {
+    for (const d of [0, -1, 7]) {
+      const e = native.gpuEnergy(d);
+      expect(e).toMatchObject({ available: false, code: expect.any(String) });
+      expect(e.reason).toBe(runtimeInfo().noDeviceReason);
+    }
+    expect(() => native.gpuEnergy(0.5)).toThrow(/device must be a 32-bit integer/);
+  });
+});
+
+describeGpu('gpuEnergy on a GPU (NVML, from the driver)', () => {
+  test('an index CUDA does not know is unavailable and leaves no error behind for the next launch', () => {
+    const a = empty('float32', 1 << 16);
+    try {
+      for (const d of [-1, deviceCount()]) {
+        expect(native.gpuEnergy(d)).toMatchObject({ available: false, code: 'cudaErrorInvalidDevice' });
+        // A launch checked with cudaGetLastError: a failed cudaDeviceGetPCIBusId(d) made it throw.
+        a.fillRandom(1);
+      }
+      synchronize(0);
+    } finally {
+      a.free();
+    }
+  });
+
+  test("reads device 0's counter in millijoules, by its PCI address, and the counter advances under work", () => {
+    const first = native.gpuEnergy(0);
+    expect(first).toMatchObject({ available: true, millijoules: expect.any(Number) });
+    expect(first.pciBusId).toMatch(/^[0-9a-f]+:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$/i);
+    const a = empty('float32', 1 << 26);
+    try {
+      const t0 = Date.now();
+      while (Date.now() - t0 < 500) {
+        a.fillRandom(2);
+        synchronize(0);
+      }
+    } finally {
+      a.free();
+    }
+    const second = native.gpuEnergy(0);
+    expect(second.millijoules!).toBeGreaterThan(first.millijoules!);
   });
 });

@@ -231,7 +231,17 @@ describe('benchVariants and the pair protocol', () => {
       s,
     );
     expect(none.energy).toBeUndefined();
-    expect(none.note).toMatch(/energy: no counter reading \(NVML could not be loaded\)/);
+    expect(none.note).toMatch(/energy: not measured \(NVML could not be loaded\)/);
+    // A counter that does not move during a phase (shorter than its update period): no energy fields,
+    // not 0 J and a ratio of 0/0 (NaN, which a results file stores as null).
+    const [stuck] = benchVariants(
+      { ...ctx, pair: { a: 'fast', b: 'ref', rounds: 2 }, energy: { meter: { read: () => 7 }, phaseMs: 50 } },
+      s,
+    );
+    expect(stuck.energy).toBeUndefined();
+    expect(stuck.energyRatio).toBeUndefined();
+    expect(stuck.versus?.energy).toBeUndefined();
+    expect(stuck.note).toMatch(/energy: not measured \(the counter did not advance in a phase of A/);
   });
 
   test('a pair is fair where the fixed order was not: equal kernels, one after a light one', () => {

@@ -18,6 +18,7 @@ import {
   writeReport,
   type ReportsFile,
 } from '../lib/bench/report';
+import { parseResultsFile } from '../lib/bench/results';
 import {
   copyReference,
   fmt,
@@ -506,6 +507,17 @@ describe('report', () => {
         '8.00 mJ/run (8.00 mJ–8.00 mJ) / 10.00 mJ/run (10.00 mJ–10.00 mJ); ratio 0.800 |',
     );
     expect(lines.find((l) => l.includes('| 1048576 |'))).toMatch(/\| not measured \|$/);
+    // A row of a file written before a counter that stood still gave no energy: 0 J and the ratio
+    // 0/0, which JSON stores as null. The page says it was not measured instead of throwing.
+    const stood = parseResultsFile(
+      JSON.stringify({
+        device: { name: 'NVIDIA H100 80GB HBM3' },
+        rows: [{ ...measured, energy: energy(0), versus: { ...measured.versus, energy: energy(0) }, energyRatio: NaN }],
+      }),
+      'stood.json',
+    ).rows;
+    expect(stood[0].energyRatio).toBeNull();
+    expect(pairsMarkdown(stood).split('\n')[2]).toMatch(/\| not measured \|$/);
   });
 
   test('writes README.md and charts from the JSON alone; families without rows say so', async () => {

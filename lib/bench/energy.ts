@@ -55,17 +55,29 @@ export interface PhaseDriver {
   now(): number;
 }
 
+/** Both methods' energy per run, and a's joules per run over b's. */
+export interface PairEnergy {
+  a: EnergyPerRun;
+  b: EnergyPerRun;
+  ratio: number;
+}
+
+/** Why a pair has no energy: no reading, or a counter that went backwards or did not advance. */
+export interface NoEnergy {
+  missing: string;
+}
+
 /**
  * Joules per run of two methods, in phases A B B A of at least `phaseMs` each (runs per phase from
  * each method's median time `msA`/`msB`). `workA`/`workB`: work per run in the row's unit-seconds
- * (GFLOP for a GFLOP/s row), for the work per joule. Undefined where the meter gives no reading.
+ * (GFLOP for a GFLOP/s row), for the work per joule. {@link NoEnergy} where a phase has no measure.
  */
 export function pairEnergy(
   meter: EnergyMeter,
   a: PhaseDriver & { ms: number; work?: number; unit?: string },
   b: PhaseDriver & { ms: number; work?: number; unit?: string },
   phaseMs = 2000,
-): { a: EnergyPerRun; b: EnergyPerRun; ratio: number } | undefined {
+): PairEnergy | NoEnergy {
   if (!(phaseMs > 0)) throw new RangeError(`pairEnergy: phaseMs must be > 0, got ${phaseMs}`);
   const phases: { a: number[]; b: number[]; runsA: number[]; runsB: number[]; msA: number[]; msB: number[] } = {
     a: [],
@@ -85,7 +97,13 @@ export function pairEnergy(
     m.sync();
     const t1 = m.now();
     const after = meter.read();
-    if (before === undefined || after === undefined || !(after >= before)) return undefined;
+    const phase = `a phase of ${which.toUpperCase()} (${count} runs, ${(t1 - t0).toFixed(1)} ms)`;
+    if (before === undefined || after === undefined)
+      return { missing: meter.reason ?? 'the counter stopped answering' };
+    if (!(after >= before)) return { missing: `the counter went backwards in ${phase}: the driver reloaded?` };
+    // A counter that did not move is a phase shorter than its update period, not 0 J (and a ratio of 0/0).
+    if (after === before)
+      return { missing: `the counter did not advance in ${phase}: phases shorter than its update period read 0 J` };
     const joules = (after - before) / 1e3 / count;
     if (which === 'a') {
       phases.a.push(joules);

@@ -267,7 +267,7 @@ export function benchPair(ctx: BenchContext, spec: VariantSpec, pair: PairSpec):
     const duringB = duringOf(1);
     // Energy per run (bench --energy-ms): each method alone in phases A B B A, after the timing.
     const driver = (run: () => void) => ({ run, sync: () => synchronize(ctx.device), now: nowMs });
-    const energy = ctx.energy
+    const measured = ctx.energy
       ? pairEnergy(
           ctx.energy.meter,
           { ...driver(() => spec.run(ia, outA)), ms: msA, work: rateA(msA) * msA * 1e-3, unit: spec.unit },
@@ -280,6 +280,7 @@ export function benchPair(ctx: BenchContext, spec: VariantSpec, pair: PairSpec):
           ctx.energy.phaseMs,
         )
       : undefined;
+    const energy = measured && 'ratio' in measured ? measured : undefined;
     return {
       op: spec.op,
       method: pair.a,
@@ -311,8 +312,8 @@ export function benchPair(ctx: BenchContext, spec: VariantSpec, pair: PairSpec):
         (energy
           ? `; energy (NVML counter, phases A B B A of ≥ ${ctx.energy!.phaseMs} ms): ${pair.a} ${describeEnergy(energy.a)}, ` +
             `${pair.b} ${describeEnergy(energy.b)}, ${pair.a}/${pair.b} ${energy.ratio.toFixed(3)}`
-          : ctx.energy
-            ? `; energy: no counter reading (${ctx.energy.meter.reason ?? 'the counter stopped answering'})`
+          : measured && 'missing' in measured
+            ? `; energy: not measured (${measured.missing})`
             : ''),
     };
   } finally {

@@ -129,10 +129,12 @@ export function pairsMarkdown(rows: readonly BenchRow[]): string {
     (a, b) => a.method.localeCompare(b.method) || order.indexOf(a.size) - order.indexOf(b.size),
   );
   const clocks = (r: BenchRow) => describeGpuDuring(r.gpuDuring).replace(/, \d+ samples?( over the batch)?$/, '$1');
-  // Energy per run (bench --energy-ms) where any pair of the family has it.
+  // Energy per run (bench --energy-ms) where any pair of the family has it. A ratio that is not a
+  // number is a file's null: 0 J over 0 J from a counter that stood still, written before such a
+  // phase gave no energy.
   const withEnergy = sorted.some((r) => r.energy && r.versus?.energy);
   const energy = (r: BenchRow) =>
-    r.energy && r.versus?.energy && r.energyRatio !== undefined
+    r.energy && r.versus?.energy && typeof r.energyRatio === 'number' && Number.isFinite(r.energyRatio)
       ? `${describeEnergy(r.energy)} / ${describeEnergy(r.versus.energy)}; ratio ${r.energyRatio.toFixed(3)}`
       : 'not measured';
   return mdTable(

@@ -80,6 +80,14 @@ Napi::Value gpuEnergy(const Napi::CallbackInfo& info) {
     o.Set("reason", reason);
     return o;
   };
+  // An index CUDA does not know is refused here, not by cudaDeviceGetPCIBusId: the runtime keeps a
+  // failed call's error as the thread's last error, which the next kernel launch's check would then
+  // report as its own.
+  const RuntimeStatus& rt = runtimeStatus();
+  if (rt.deviceCount == 0) return unavailable(rt.code, rt.reason);
+  if (device < 0 || device >= rt.deviceCount)
+    return unavailable("cudaErrorInvalidDevice", "device " + std::to_string(device) + " does not exist (" +
+                                                     std::to_string(rt.deviceCount) + " device(s) present)");
   const Nvml& n = nvml();
   if (!n.ok) return unavailable(n.code, n.reason);
   // The CUDA device's PCI address names the same board for NVML, whatever CUDA_VISIBLE_DEVICES says.

@@ -11,8 +11,8 @@ The same saxpy source (a comment line, then the kernel) and the same calls:
   reduction    ReductionKernel sum of squares of 2^28 float32 (CUDA events)
 
 Prints one JSON line per row in the result file's format (op `kernels`, method `cupy` or `pytorch`, the sizes of
-lib/bench/kernels.ts), plus `{"clocks": ...}` lines at start and end. bench/dev/kernels/merge.js merges the rows
-into bench/results/<gpu>.json. `--quick`: fewer repetitions and 2^24 elements.
+lib/bench/kernels.ts), plus `{"clocks": ...}` lines at start and end. `node bench/dev/merge-python-rows.js kernels`
+merges the rows into bench/results/<gpu>.json. `--quick`: fewer repetitions and 2^24 elements.
 """
 import json
 import os
@@ -138,10 +138,12 @@ import cupy as cp, numpy as np
 first, second = json.loads(sys.stdin.read())
 n = 1024
 x = cp.asarray(np.arange(n, dtype=np.float32) % 17 - 8)
-y0 = cp.asarray((np.arange(n) % 5).astype(np.float32) * 0.25)
-want = (2 * cp.asnumpy(x).astype(np.float64) + cp.asnumpy(y0)).astype(np.float32)
+# y from the host each time: y0.copy() on the device is a CuPy kernel, which would run before the
+# process's first timed one.
+y0 = (np.arange(n) % 5).astype(np.float32) * 0.25
+want = (2 * cp.asnumpy(x).astype(np.float64) + y0).astype(np.float32)
 def call(src):
-    y = y0.copy()
+    y = cp.asarray(y0)
     cp.cuda.Device().synchronize()
     t = time.perf_counter()
     k = cp.RawKernel(src, "saxpy")
