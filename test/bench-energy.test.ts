@@ -61,6 +61,27 @@ describe('pairEnergy', () => {
     expect(describeEnergy(e.a)).toBe('30.00 mJ/run (30.00 mJ–30.00 mJ), 83.3 GFLOP/J');
   });
 
+  test('a phase runs on until it lasted phaseMs when the runs are slower than their timed median', () => {
+    // The timed median says 10 ms, back to back they take 25 (the clock dropped under the cap).
+    const { meter, driver } = board({ a: 30, b: 40 }, { a: 25, b: 10 });
+    const e = pairEnergy(meter, { ...driver('a'), ms: 10 }, driver('b'), 100);
+    if (!('a' in e)) throw new Error(e.missing);
+    // 10 runs (250 ms) already exceed 100 ms: no top-up; the other way round, the phase is topped up.
+    expect(e.a.runs).toEqual([10, 10]);
+    const fast = board({ a: 30, b: 40 }, { a: 4, b: 10 });
+    const f = pairEnergy(fast.meter, { ...fast.driver('a'), ms: 10 }, fast.driver('b'), 100);
+    if (!('a' in f)) throw new Error(f.missing);
+    // 10 runs of 4 ms = 40 ms, then ceil(60 / 4) = 15 more: 25 runs, 100 ms.
+    expect(f.a.runs).toEqual([25, 25]);
+    expect(f.a.phaseMs.every((t) => t >= 100)).toBe(true);
+    expect(f.a.joules.median).toBeCloseTo(0.03, 12);
+    // A median that is not a positive number still runs and measures.
+    const odd = board({ a: 30, b: 40 }, { a: 4, b: 10 });
+    const g = pairEnergy(odd.meter, { ...odd.driver('a'), ms: NaN }, odd.driver('b'), 100);
+    if (!('a' in g)) throw new Error(g.missing);
+    expect(g.a.joules.median).toBeCloseTo(0.03, 12);
+  });
+
   test('a method slower than the phase still runs once per phase', () => {
     const { meter, driver } = board({ a: 5000, b: 10 }, { a: 5000, b: 1 });
     const e = measured(pairEnergy(meter, driver('a'), driver('b'), 100));

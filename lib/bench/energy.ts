@@ -69,7 +69,7 @@ export interface NoEnergy {
 
 /**
  * Joules per run of two methods, in phases A B B A of at least `phaseMs` each (runs per phase from
- * each method's median time `msA`/`msB`). `workA`/`workB`: work per run in the row's unit-seconds
+ * each method's median time `ms`, topped up until the phase lasted `phaseMs` on the host clock). `workA`/`workB`: work per run in the row's unit-seconds
  * (GFLOP for a GFLOP/s row), for the work per joule. {@link NoEnergy} where a phase has no measure.
  */
 export function pairEnergy(
@@ -89,13 +89,27 @@ export function pairEnergy(
   };
   for (const which of ['a', 'b', 'b', 'a'] as const) {
     const m = which === 'a' ? a : b;
-    const count = Math.max(1, Math.ceil(phaseMs / Math.max(m.ms, 1e-3)));
+    // Runs from the median time, then more until the phase really lasted phaseMs: back to back, a
+    // method can run slower than its timed median (the clock drops under the cap).
+    const perRun = Number.isFinite(m.ms) && m.ms > 0 ? m.ms : 1;
+    let count = 0;
+    let batch = Math.max(1, Math.ceil(phaseMs / perRun));
     m.sync();
     const before = meter.read();
     const t0 = m.now();
-    for (let i = 0; i < count; i++) m.run();
-    m.sync();
-    const t1 = m.now();
+    let t1 = t0;
+    while (batch > 0) {
+      const tBatch = t1;
+      for (let i = 0; i < batch; i++) m.run();
+      count += batch;
+      m.sync();
+      t1 = m.now();
+      // A batch the clock did not see (a stand-in run) cannot be topped up by time.
+      if (t1 === tBatch) break;
+      const left = phaseMs - (t1 - t0);
+      // At most doubling what ran so far: a first batch that took no measurable time says little.
+      batch = left > 0 ? Math.min(2 * count, Math.max(1, Math.ceil(left / ((t1 - t0) / count || perRun)))) : 0;
+    }
     const after = meter.read();
     const phase = `a phase of ${which.toUpperCase()} (${count} runs, ${(t1 - t0).toFixed(1)} ms)`;
     if (before === undefined || after === undefined)

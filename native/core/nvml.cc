@@ -8,7 +8,6 @@
 #include <cuda_runtime.h>
 #include <napi.h>
 
-#include <mutex>
 #include <string>
 
 #include "args.h"
