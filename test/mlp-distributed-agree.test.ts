@@ -125,6 +125,27 @@ test(
 );
 
 test(
+  'epochs that differ by a multiple of 2^32 (or any other amount) still differ',
+  async () => {
+    // Number.MAX_SAFE_INTEGER epochs ("until the signal aborts") against 2^32 − 1: both are −1 as int32.
+    for (const [a, b] of [
+      [3, 2 ** 32 + 3],
+      [Number.MAX_SAFE_INTEGER, 2 ** 32 - 1],
+    ]) {
+      const comms = fakeJob(2);
+      const settled = await Promise.allSettled(comms.map((c) => start(c, c.rank === 0 ? a : b)));
+      for (const s of settled) {
+        const message = s.status === 'rejected' ? String((s as PromiseRejectedResult).reason.message) : 'trains';
+        expect(message).toMatch(/must agree on the network, on the batches per epoch and on the epochs/);
+        expect(message).toContain(`rank 0: 7 parameters, 4 batches, ${a} epochs`);
+        expect(message).toContain(`rank 1: 7 parameters, 4 batches, ${b} epochs`);
+      }
+    }
+  },
+  HANG_MS,
+);
+
+test(
   'every rank agrees: each holds the communicator for its training until it releases it',
   async () => {
     const comms = fakeJob(2);

@@ -53,7 +53,7 @@ export interface DataParallelStart {
 export function dataParallelStart(comm: Communicator, start: DataParallelStart | null, failure: unknown): void {
   const mine = agreementOf(start, failure);
   using onDevice = upload(mine, { device: comm.device });
-  using all = empty('int32', AGREED * comm.size, { device: comm.device });
+  using all = empty('float64', AGREED * comm.size, { device: comm.device });
   // Failures surface through waitSync (and later calls); the promises must not go unhandled.
   comm.allGather(onDevice, { out: all }).catch(ignore);
   comm.waitSync();
@@ -92,7 +92,7 @@ export async function dataParallelStartAsync(
     const failed = await failure;
     const mine = agreementOf(start, failed);
     using onDevice = upload(mine, { device: comm.device });
-    using all = empty('int32', AGREED * comm.size, { device: comm.device });
+    using all = empty('float64', AGREED * comm.size, { device: comm.device });
     await comm.as(TRAINING, () => comm.allGather(onDevice, { out: all }));
     checkAgreement(comm, await all.toHost(), mine, failed);
     const { params, momentum } = start as DataParallelStart;
@@ -106,16 +106,17 @@ export async function dataParallelStartAsync(
 }
 
 // What each rank brings to the agreement: parameters, batches per epoch, epochs, and 1 when its own
-// checks passed.
+// checks passed. In float64, exact for every count the checks allow (epochs up to 2^53 − 1): as
+// int32, epochs that differ by a multiple of 2^32 would agree.
 const AGREED = 4;
 
 function agreementOf(start: DataParallelStart | null, failure: unknown) {
-  if (start === null || failure !== null) return Int32Array.of(0, 0, 0, 0);
+  if (start === null || failure !== null) return Float64Array.of(0, 0, 0, 0);
   const { params, patterns, batch, epochs } = start;
-  return Int32Array.of(params.length, Math.ceil(patterns / batch), epochs, 1);
+  return Float64Array.of(params.length, Math.ceil(patterns / batch), epochs, 1);
 }
 
-function checkAgreement(comm: Communicator, got: Int32Array, mine: Int32Array, failure: unknown): void {
+function checkAgreement(comm: Communicator, got: Float64Array, mine: Float64Array, failure: unknown): void {
   const failed: number[] = [];
   for (let r = 0; r < comm.size; r++) if (got[AGREED * r + 3] !== 1) failed.push(r);
   if (failure !== null) throw failure;
