@@ -519,6 +519,26 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     await Promise.all([served, bootstrap.joinBootstrap(a, 1)]);
   });
 
+  test("what a store that speaks the protocol answers reaches the rank's error short and printable", async () => {
+    // Whatever listens at MASTER_ADDR:MASTER_PORT writes the refusal a rank shows, and its code.
+    const evil = '\n\u001b[2J\u001b]0;owned\u0007' + 'x'.repeat(3000);
+    const other = net.createServer((s) =>
+      s.end(`${JSON.stringify({ v: bootstrap.BOOTSTRAP_PROTOCOL, error: evil, code: { not: 'a string' } })}\n`),
+    );
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    try {
+      const a = await job(2, { port: (other.address() as net.AddressInfo).port });
+      const e = await errorOf(bootstrap.joinBootstrap(a, 1));
+      const control = [...e.message].filter((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+      expect(control).toEqual([]);
+      expect(e.message).toContain('refused: \\u000a\\u001b[2J');
+      expect(e.message.length).toBeLessThan(1100);
+      expect(e.code).toBe('ncclInvalidUsage');
+    } finally {
+      other.close();
+    }
+  });
+
   test('peers that never close their end (half-open) do not keep rank 0 alive once it is done', async () => {
     // Rank 0 in a process of its own: it must end by itself once its store has handed out the id.
     const a = await job(3, { deadline: Date.now() + 20_000 });

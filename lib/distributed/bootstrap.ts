@@ -142,6 +142,22 @@ function rankRanges(ranks: number[]): string {
   return more > 0 ? `${ranges.join(', ')} and ${more} more` : ranges.join(', ');
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what it escapes
+const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * What rank 0's store answered, as a rank's error shows it: at most 1000 characters, control
+ * characters (C0, DEL, C1, line separators, bidirectional overrides) escaped. Whatever listens at
+ * MASTER_ADDR:MASTER_PORT writes it; rank 0's own messages pass unchanged (their dashes and quotes too).
+ */
+function printable(text: string): string {
+  const escaped = text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length > 1000 ? `${escaped.slice(0, 1000)}…` : escaped;
+}
+
+// An error code rank 0 sent: one of ours (ncclInvalidUsage, ncclTimeout, EADDRINUSE, …), else ncclInvalidUsage.
+const CODE = /^[A-Za-z0-9_]{1,64}$/;
+
 function who(h: Partial<Hello>, remote: string): string {
   const where = [h.pid !== undefined ? `pid ${shown(h.pid)}` : '', h.host ? `on ${shown(h.host)}` : '']
     .filter(Boolean)
@@ -452,7 +468,8 @@ export function joinBootstrap(job: BootstrapJob, rank: number): Promise<Buffer> 
             ),
           );
         } else if (typeof reply.error === 'string') {
-          finish(new NcclError(`${prefix}: refused: ${reply.error}`, reply.code ?? 'ncclInvalidUsage', 'bootstrap'));
+          const code = typeof reply.code === 'string' && CODE.test(reply.code) ? reply.code : 'ncclInvalidUsage';
+          finish(new NcclError(`${prefix}: refused: ${printable(reply.error)}`, code, 'bootstrap'));
         } else {
           const id = Buffer.from(reply.id ?? '', 'base64');
           if (id.length !== UNIQUE_ID_BYTES) {
