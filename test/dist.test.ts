@@ -377,6 +377,56 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     );
   });
 
+  test("rank 0's timeout stays short whatever the job's size and whatever connected: the ranks that joined get it", async () => {
+    // 1000 ranks, two of them in. The ranks that never came, listed one by one, made about 5 KB, more
+    // than a rank reads of an answer (4096 bytes) when it comes in several pieces, as across a
+    // network: the two took it for a closed store and retried until their own deadline. And every
+    // refused connection was listed.
+    const a = await job(1000, { deadline: Date.now() + 1500, onRefused: () => {} });
+    const served = errorOf(bootstrap.serveBootstrap(a, randomId));
+    // Between the two ranks and the store: a relay that passes the store's answers on in 1000-byte pieces.
+    const relay = net.createServer((client) => {
+      const store = net.connect(a.port, '127.0.0.1');
+      for (const end of [client, store]) end.on('error', () => [client, store].forEach((x) => x.destroy()));
+      client.pipe(store);
+      store.on('data', (d: Buffer) => {
+        store.pause();
+        void (async () => {
+          for (let at = 0; at < d.length; at += 1000) {
+            client.write(d.subarray(at, at + 1000));
+            await new Promise((r) => setTimeout(r, 5));
+          }
+          store.resume();
+        })();
+      });
+      store.on('end', () => client.end());
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
+    try {
+      const viaRelay = { ...a, port: (relay.address() as net.AddressInfo).port, deadline: a.deadline + 3000 };
+      const joined = [errorOf(bootstrap.joinBootstrap(viaRelay, 7)), errorOf(bootstrap.joinBootstrap(viaRelay, 500))];
+      await new Promise((r) => setTimeout(r, 200));
+      for (let i = 0; i < 40; i++) {
+        await new Promise<void>((resolve) => {
+          const c = net.connect(a.port, '127.0.0.1', () => c.write('garbage\n'));
+          c.on('data', () => {});
+          c.on('close', () => resolve());
+          c.on('error', () => resolve());
+        });
+      }
+      const e0 = await served;
+      expect(e0.code).toBe('ncclTimeout');
+      expect(e0.message).toMatch(/ranks 1–6, 8–499, 501–999 did not join within the timeout \(joined: 7, 500\)/);
+      expect(e0.message).toMatch(/refused: .*; and 37 more connections/);
+      expect(e0.message.length).toBeLessThan(1500);
+      const t0 = Date.now();
+      for (const e of await Promise.all(joined)) expect(e.message).toMatch(/refused: rank 0 gave up: .*did not join/);
+      expect(Date.now() - t0).toBeLessThan(1000);
+    } finally {
+      relay.close();
+    }
+  });
+
   test("NCCL's id is made only once every rank has joined: a bootstrap that fails leaves no NCCL root behind", async () => {
     // makeId is ncclGetUniqueId, which starts NCCL's bootstrap root (a thread and a listening socket).
     let made = 0;
@@ -467,6 +517,26 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
     expect(warnings[0].length).toBeLessThan(600);
     expect(control(JSON.parse(reply).error)).toEqual([]);
     await Promise.all([served, bootstrap.joinBootstrap(a, 1)]);
+  });
+
+  test("what a store that speaks the protocol answers reaches the rank's error short and printable", async () => {
+    // Whatever listens at MASTER_ADDR:MASTER_PORT writes the refusal a rank shows, and its code.
+    const evil = '\n\u001b[2J\u001b]0;owned\u0007' + 'x'.repeat(3000);
+    const other = net.createServer((s) =>
+      s.end(`${JSON.stringify({ v: bootstrap.BOOTSTRAP_PROTOCOL, error: evil, code: { not: 'a string' } })}\n`),
+    );
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', () => r()));
+    try {
+      const a = await job(2, { port: (other.address() as net.AddressInfo).port });
+      const e = await errorOf(bootstrap.joinBootstrap(a, 1));
+      const control = [...e.message].filter((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
+      expect(control).toEqual([]);
+      expect(e.message).toContain('refused: \\u000a\\u001b[2J');
+      expect(e.message.length).toBeLessThan(1100);
+      expect(e.code).toBe('ncclInvalidUsage');
+    } finally {
+      other.close();
+    }
   });
 
   test('peers that never close their end (half-open) do not keep rank 0 alive once it is done', async () => {

@@ -340,7 +340,12 @@ describe('cuda-kernels launch', () => {
   });
 
   test('one rank failing stops the others and the launcher exits with its code', async () => {
-    const r = await collect(startLauncher(['--nproc-per-node', '3', script], { CK_MODE: 'fail' }));
+    // Rank 1 fails once the others have their handlers: a fixed 300 ms was not always enough for a
+    // rank to start on a loaded machine, and one killed before its handler prints nothing.
+    const readyDir = fs.mkdtempSync(path.join(tmp, 'ready-'));
+    const r = await collect(
+      startLauncher(['--nproc-per-node', '3', script], { CK_MODE: 'fail', CK_READY_DIR: readyDir }),
+    );
     expect(r.code).toBe(7);
     expect(r.stderr).toMatch(/launch: rank 1 exited with code 7; stopping the other 2 ranks/);
     expect(r.stdout).toContain('[rank0]: SIGTERM in 0');

@@ -122,6 +122,42 @@ function shown(v: unknown): string {
   return short.replace(/[^\x20-\x7e…]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+// What a timeout lists at most: ranges of ranks, and refused connections (the rest are counted). A
+// job of thousands of ranks, or a peer that connects again and again, must not make the error (and
+// the answer a joined rank reads, at most MAX_LINE) grow without bound.
+const MAX_RANGES = 16;
+const MAX_REFUSALS = 3;
+
+/** Ranks, ascending, as ranges ("1–6, 8, 10–999"), at most MAX_RANGES of them, then how many more. */
+function rankRanges(ranks: number[]): string {
+  const ranges: string[] = [];
+  let more = 0;
+  for (let i = 0; i < ranks.length;) {
+    let j = i;
+    while (j + 1 < ranks.length && ranks[j + 1] === ranks[j] + 1) j++;
+    if (ranges.length < MAX_RANGES) ranges.push(i === j ? `${ranks[i]}` : `${ranks[i]}–${ranks[j]}`);
+    else more += j - i + 1;
+    i = j + 1;
+  }
+  return more > 0 ? `${ranges.join(', ')} and ${more} more` : ranges.join(', ');
+}
+
+// eslint-disable-next-line no-control-regex -- control characters are what it escapes
+const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * What rank 0's store answered, as a rank's error shows it: at most 1000 characters, control
+ * characters (C0, DEL, C1, line separators, bidirectional overrides) escaped. Whatever listens at
+ * MASTER_ADDR:MASTER_PORT writes it; rank 0's own messages pass unchanged (their dashes and quotes too).
+ */
+function printable(text: string): string {
+  const escaped = text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length > 1000 ? `${escaped.slice(0, 1000)}…` : escaped;
+}
+
+// An error code rank 0 sent: one of ours (ncclInvalidUsage, ncclTimeout, EADDRINUSE, …), else ncclInvalidUsage.
+const CODE = /^[A-Za-z0-9_]{1,64}$/;
+
 function who(h: Partial<Hello>, remote: string): string {
   const where = [h.pid !== undefined ? `pid ${shown(h.pid)}` : '', h.host ? `on ${shown(h.host)}` : '']
     .filter(Boolean)
@@ -147,7 +183,8 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     const joined = new Map<number, { socket: net.Socket; hello: Hello; remote: string }>();
     const open = new Set<net.Socket>();
     const replied = new WeakSet<net.Socket>(); // refused ones, whose answer is on its way
-    const refusals: string[] = [];
+    const refusals: string[] = []; // the first MAX_REFUSALS
+    let refusedMore = 0;
     let id: Buffer | null = null;
     let listening = false;
     let settled = false;
@@ -170,11 +207,13 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     const timer = setTimeout(
       () => {
         const missing = Array.from({ length: size - 1 }, (_, i) => i + 1).filter((r) => !joined.has(r));
-        const refused = refusals.length > 0 ? `; refused: ${refusals.join('; ')}` : '';
+        const more = refusedMore > 0 ? `; and ${refusedMore} more connection${refusedMore > 1 ? 's' : ''}` : '';
+        const refused = refusals.length > 0 ? `; refused: ${refusals.join('; ')}${more}` : '';
+        const present = [...joined.keys()].sort((a, b) => a - b);
         finish(
           new NcclError(
-            `${prefix}: rank${missing.length > 1 ? 's' : ''} ${missing.join(', ')} did not join within the timeout` +
-              ` (joined: ${joined.size > 0 ? [...joined.keys()].sort((a, b) => a - b).join(', ') : 'none'})${refused}` +
+            `${prefix}: rank${missing.length > 1 ? 's' : ''} ${rankRanges(missing)} did not join within the timeout` +
+              ` (joined: ${present.length > 0 ? rankRanges(present) : 'none'})${refused}` +
               ' — a rank that never started or failed early, another MASTER_ADDR/MASTER_PORT, or a firewall',
             'ncclTimeout',
             'bootstrap',
@@ -188,7 +227,8 @@ export function serveBootstrap(job: BootstrapJob, makeId: () => Uint8Array): Pro
     const refuse = (socket: net.Socket, toPeer: string, here: string, fatal: boolean): void => {
       replied.add(socket);
       answer(socket, line({ error: toPeer, code: 'ncclInvalidUsage' }));
-      refusals.push(here);
+      if (refusals.length < MAX_REFUSALS) refusals.push(here);
+      else refusedMore++;
       if (fatal) finish(new NcclError(`${prefix}: ${here}`, 'ncclInvalidUsage', 'bootstrap'));
       else job.onRefused?.(`${prefix}: ${here}`);
     };
@@ -428,7 +468,8 @@ export function joinBootstrap(job: BootstrapJob, rank: number): Promise<Buffer> 
             ),
           );
         } else if (typeof reply.error === 'string') {
-          finish(new NcclError(`${prefix}: refused: ${reply.error}`, reply.code ?? 'ncclInvalidUsage', 'bootstrap'));
+          const code = typeof reply.code === 'string' && CODE.test(reply.code) ? reply.code : 'ncclInvalidUsage';
+          finish(new NcclError(`${prefix}: refused: ${printable(reply.error)}`, code, 'bootstrap'));
         } else {
           const id = Buffer.from(reply.id ?? '', 'base64');
           if (id.length !== UNIQUE_ID_BYTES) {

@@ -10,12 +10,18 @@ const ignore = () => {};
 const TRAINING = 'Mlp.trainAsync';
 
 /**
- * @internal The communicator of `Mlp.train`, checked: live, and on the network's device. Whether it
+ * @internal The communicator of `Mlp.train`, checked: a live {@link Communicator}. Whether it is on
+ * the network's device is one of the rank's own checks ({@link dataParallelDevice}), and whether it
  * is free is checked by its first collective (train) or waited for (trainAsync).
  */
-export function dataParallelHandle(comm: unknown, device: number): Communicator {
+export function dataParallelComm(comm: unknown): Communicator {
   if (!(comm instanceof Communicator)) throw typeError('options.comm', 'a Communicator', comm);
   comm.live('Mlp.train');
+  return comm;
+}
+
+/** @internal Throws unless `comm` is on the network's device. */
+export function dataParallelDevice(comm: Communicator, device: number): void {
   if (comm.device !== device) {
     throw rangeError(
       'options.comm',
@@ -23,64 +29,73 @@ export function dataParallelHandle(comm: unknown, device: number): Communicator 
       inWords(`a communicator on device ${comm.device}`),
     );
   }
-  return comm;
+}
+
+/** @internal What a rank brings to a data-parallel training once its own checks have passed. */
+export interface DataParallelStart {
+  params: DeviceArray<'float32'>;
+  momentum: DeviceArray<'float32'>;
+  patterns: number;
+  batch: number;
+  epochs: number;
 }
 
 /**
  * @internal Before the first epoch: every rank checks that all agree on the parameter count, the
  * number of batches per epoch and the epochs (a mismatch would pair one rank's gradient sum with
  * another's error sum, or leave a rank waiting), and learns whether a rank's own checks before it
- * failed (`failure`, e.g. a NaN in its shard): then every rank throws, the failed ones their own
- * error, instead of the others waiting in their first gradient sum until the timeout. Then rank 0's
- * weights and momentum are broadcast so that every rank starts from the same network. Blocks until
- * the check is done (the broadcasts are queued before training).
+ * failed (`failure`: a bad argument, a NaN in its shard, a batch larger than its shard; `start` is
+ * then null): then every rank throws, the failed ones their own error, instead of the others
+ * waiting in their first gradient sum, or here, until the timeout. Then rank 0's weights and
+ * momentum are broadcast so that every rank starts from the same network. Blocks until the check
+ * is done (the broadcasts are queued before training).
  */
-export function dataParallelStart(
-  comm: Communicator,
-  params: DeviceArray<'float32'>,
-  momentum: DeviceArray<'float32'>,
-  patterns: number,
-  batch: number,
-  epochs: number,
-  failure: unknown = null,
-): void {
-  const mine = agreementOf(params.length, patterns, batch, epochs, failure);
+export function dataParallelStart(comm: Communicator, start: DataParallelStart | null, failure: unknown): void {
+  const mine = agreementOf(start, failure);
   using onDevice = upload(mine, { device: comm.device });
-  using all = empty('int32', AGREED * comm.size, { device: comm.device });
+  using all = empty('float64', AGREED * comm.size, { device: comm.device });
   // Failures surface through waitSync (and later calls); the promises must not go unhandled.
   comm.allGather(onDevice, { out: all }).catch(ignore);
   comm.waitSync();
   checkAgreement(comm, all.toHostSync(), mine, failure);
+  const { params, momentum } = start as DataParallelStart;
   comm.broadcast(params, 0).catch(ignore);
   comm.broadcast(momentum, 0).catch(ignore);
 }
 
 /**
+ * @internal Reserves `comm` for a data-parallel `trainAsync`, at its call and before the rank's own
+ * checks: sequences queue in call order, which must be the same on every rank, so a training
+ * whose checks fail on one rank must still take its turn there (see {@link Communicator.reserve}).
+ */
+export function reserveForTraining(comm: Communicator): Promise<() => void> {
+  return comm.reserve(TRAINING);
+}
+
+/**
  * @internal {@link dataParallelStart} for `Mlp.trainAsync`: the same check and broadcasts, awaiting
- * the other ranks instead of blocking the JS thread; `failure` settles to this rank's own checks'
- * error, or null. The training reserves the communicator first (queued behind another training on
- * it, in call order, which is the same on every rank), so that its gradient sums never interleave
- * with another sequence's collectives; it holds it until it calls the release this resolves to (when
- * its last epoch is done, or it fails). A collective issued meanwhile throws, saying the
- * communicator is busy.
+ * the other ranks instead of blocking the JS thread, once the reservation `reserved`
+ * ({@link reserveForTraining}) is held; `failure` settles to this rank's own checks' error, or null.
+ * The reservation keeps the training's gradient sums from interleaving with another sequence's
+ * collectives; the training holds it until it calls the release this resolves to (when its last
+ * epoch is done, or it fails); when this rejects, it is released. A collective issued meanwhile
+ * throws, saying the communicator is busy.
  */
 export async function dataParallelStartAsync(
   comm: Communicator,
-  params: DeviceArray<'float32'>,
-  momentum: DeviceArray<'float32'>,
-  patterns: number,
-  batch: number,
-  epochs: number,
-  failure: Promise<unknown> = Promise.resolve(null),
+  reserved: Promise<() => void>,
+  start: DataParallelStart | null,
+  failure: Promise<unknown>,
 ): Promise<() => void> {
-  const release = await comm.reserve(TRAINING);
+  const release = await reserved;
   try {
     const failed = await failure;
-    const mine = agreementOf(params.length, patterns, batch, epochs, failed);
+    const mine = agreementOf(start, failed);
     using onDevice = upload(mine, { device: comm.device });
-    using all = empty('int32', AGREED * comm.size, { device: comm.device });
+    using all = empty('float64', AGREED * comm.size, { device: comm.device });
     await comm.as(TRAINING, () => comm.allGather(onDevice, { out: all }));
     checkAgreement(comm, await all.toHost(), mine, failed);
+    const { params, momentum } = start as DataParallelStart;
     comm.as(TRAINING, () => comm.broadcast(params, 0)).catch(ignore);
     comm.as(TRAINING, () => comm.broadcast(momentum, 0)).catch(ignore);
     return release;
@@ -91,14 +106,17 @@ export async function dataParallelStartAsync(
 }
 
 // What each rank brings to the agreement: parameters, batches per epoch, epochs, and 1 when its own
-// checks passed.
+// checks passed. In float64, exact for every count the checks allow (epochs up to 2^53 − 1): as
+// int32, epochs that differ by a multiple of 2^32 would agree.
 const AGREED = 4;
 
-function agreementOf(parameters: number, patterns: number, batch: number, epochs: number, failure: unknown) {
-  return Int32Array.of(parameters, Math.ceil(patterns / batch), epochs, failure === null ? 1 : 0);
+function agreementOf(start: DataParallelStart | null, failure: unknown) {
+  if (start === null || failure !== null) return Float64Array.of(0, 0, 0, 0);
+  const { params, patterns, batch, epochs } = start;
+  return Float64Array.of(params.length, Math.ceil(patterns / batch), epochs, 1);
 }
 
-function checkAgreement(comm: Communicator, got: Int32Array, mine: Int32Array, failure: unknown): void {
+function checkAgreement(comm: Communicator, got: Float64Array, mine: Float64Array, failure: unknown): void {
   const failed: number[] = [];
   for (let r = 0; r < comm.size; r++) if (got[AGREED * r + 3] !== 1) failed.push(r);
   if (failure !== null) throw failure;

@@ -1,5 +1,12 @@
 import { checkArray, DeviceArray, empty, upload } from '../array';
-import { type AsyncOptions, holdArrays, type ProgressOptions, resolveAsync, throwIfAborted } from '../async';
+import {
+  type AsyncOptions,
+  holdArrays,
+  type ProgressOptions,
+  type ResolvedAsync,
+  resolveAsync,
+  throwIfAborted,
+} from '../async';
 import {
   checkPatternValues,
   checkPatterns,
@@ -20,7 +27,14 @@ import {
 } from './mlp-spec';
 import { checkDevice, cublasInfo } from '../device';
 import { type Communicator } from '../distributed/communicator';
-import { dataParallelHandle, dataParallelStart, dataParallelStartAsync } from '../distributed/mlp';
+import {
+  dataParallelComm,
+  dataParallelDevice,
+  type DataParallelStart,
+  dataParallelStart,
+  dataParallelStartAsync,
+  reserveForTraining,
+} from '../distributed/mlp';
 import { asNcclError } from '../distributed/nccl';
 import { checkInteger, rangeError, typeError, inWords } from '../errors';
 import { native } from '../native';
@@ -197,29 +211,50 @@ export class Mlp {
    * gradient is summed over the ranks (an NCCL all-reduce) before the update, so every rank applies
    * the same update. The weights and momentum are first broadcast from rank 0, and the ranks check that
    * they agree on the network's size, the number of batches per epoch and the epochs (a RangeError on
-   * every rank otherwise); a rank whose X or T fails the finite check makes every rank throw. Each epoch's `error` is the sum over all ranks' patterns. To reproduce one GPU's
+   * every rank otherwise); a rank whose own checks fail (X or T not finite, a batch larger than its
+   * shard, any argument error) makes every rank throw, that rank its own error. Each epoch's `error`
+   * is the sum over all ranks' patterns. To reproduce one GPU's
    * training on P patterns in batches of B, give each of the k ranks batches of B / k patterns whose
    * union is the one-GPU batch (with the whole set as one batch, any split works); the weights then
    * agree up to float32 rounding (sums taken in another order). A dead peer makes `train` throw an
    * `NcclError` within the communicator's timeout.
    */
   train(X: MlpInput, T: MlpInput, options: MlpTrainOptions): EpochResult[] {
-    const params = this.#live();
-    checkTrainRates(this.eta, this.alpha);
-    const comm = options?.comm === undefined ? undefined : dataParallelHandle(options.comm, this.device);
-    const { x, t, owned } = this.#inputs(X, T);
+    const comm = options?.comm === undefined ? undefined : dataParallelComm(options.comm);
+    const owned: DeviceArray[] = [];
     try {
-      const P = checkPatterns(this.layers, x, t);
-      const { epochs, batch, validate } = checkTrainOptions(options, P);
-      const bad = validate
-        ? (nonFiniteSumError('X', reduce(x, 'sum')) ?? nonFiniteSumError('T', reduce(t as DeviceArray, 'sum')))
-        : undefined;
-      // With comm every rank learns of it in the start-up agreement (a rank that threw alone would
-      // leave the others waiting in their first gradient sum until the timeout).
-      if (bad && !comm) throw bad;
-      const workspace = this.#trainingWorkspace(batch);
-      if (comm)
-        dataParallelStart(comm, params, this.#momentum as DeviceArray<'float32'>, P, batch, epochs, bad ?? null);
+      // With comm, a check of this rank's own that fails is not thrown here but brought to the
+      // start-up agreement: thrown alone, it would leave the other ranks waiting there (and in
+      // this blocking call, their JS threads) until the timeout.
+      let ready:
+        | (DataParallelStart & {
+            x: DeviceArray<'float32'>;
+            t: DeviceArray<'float32'>;
+            workspace: DeviceArray<'float32'>;
+          })
+        | null = null;
+      let failure: unknown = null;
+      try {
+        const params = this.#live();
+        checkTrainRates(this.eta, this.alpha);
+        if (comm) dataParallelDevice(comm, this.device);
+        const { x, t, owned: uploaded } = this.#inputs(X, T);
+        owned.push(...uploaded);
+        const P = checkPatterns(this.layers, x, t);
+        const { epochs, batch, validate } = checkTrainOptions(options, P);
+        const bad = validate
+          ? (nonFiniteSumError('X', reduce(x, 'sum')) ?? nonFiniteSumError('T', reduce(t as DeviceArray, 'sum')))
+          : undefined;
+        if (bad) throw bad;
+        const workspace = this.#trainingWorkspace(batch);
+        const momentum = this.#momentum as DeviceArray<'float32'>;
+        ready = { params, momentum, patterns: P, batch, epochs, x, t: t as DeviceArray<'float32'>, workspace };
+      } catch (e) {
+        if (!comm) throw e;
+        failure = e;
+      }
+      if (comm) dataParallelStart(comm, ready, failure);
+      const { params, momentum, x, t, patterns: P, batch, epochs, workspace } = ready as NonNullable<typeof ready>;
       const error = this.#error as DeviceArray<'float64'>;
       using timer = new EventTimer(this.device);
       const results: EpochResult[] = [];
@@ -229,14 +264,7 @@ export class Mlp {
         error.fill(0);
         timer.start();
         native.mlpTrainEpoch(
-          ...this.#epochArgs(
-            [params, this.#momentum as DeviceArray<'float32'>, workspace, x, t as DeviceArray<'float32'>, error],
-            P,
-            batch,
-            rates,
-            comm,
-            'Mlp.train',
-          ),
+          ...this.#epochArgs([params, momentum, workspace, x, t, error], P, batch, rates, comm, 'Mlp.train'),
         );
         timer.stop();
         const ms = timer.elapsedMs();
@@ -322,38 +350,82 @@ export class Mlp {
    */
   async trainAsync(X: MlpInput, T: MlpInput, options: MlpTrainAsyncOptions): Promise<EpochResult[]> {
     const what = 'Mlp.trainAsync';
-    const params = this.#live();
-    // Taken at the call, like everything the epochs read: eta and alpha, and X and T (host data is
-    // uploaded, device arrays are copied on the device), so that later writes do not reach the training.
-    const rates = checkTrainRates(this.eta, this.alpha);
-    const comm = options?.comm === undefined ? undefined : dataParallelHandle(options.comm, this.device);
-    const { signal, onProgress } = resolveAsync(options, true);
-    throwIfAborted(signal, what);
-    const { x, t, owned } = this.#inputs(X, T, true);
+    const comm = options?.comm === undefined ? undefined : dataParallelComm(options.comm);
+    // With comm, the communicator is reserved now, before this rank's own checks (sequences queue
+    // in call order, which must be the same on every rank), and a check that fails is not thrown
+    // here but brought to the start-up agreement: thrown alone, it would leave the other ranks
+    // waiting there until the timeout.
+    const reserved = comm ? reserveForTraining(comm) : undefined;
+    const owned: DeviceArray[] = [];
+    let workspace: DeviceArray<'float32'> | null = null;
     let endSequence: (() => void) | undefined; // with comm: its reservation, held to the end
     try {
-      const P = checkPatterns(this.layers, x, t);
-      const { epochs, batch, validate } = checkTrainOptions(options, P);
-      // Queued now, read before the first epoch is queued (with comm, in the start-up agreement).
-      const sums = validate ? [reduceAsync(x, 'sum'), reduceAsync(t as DeviceArray, 'sum')] : [];
-      const checked: Promise<unknown> = Promise.all(sums).then(
-        ([sx, st]) => (validate ? (nonFiniteSumError('X', sx) ?? nonFiniteSumError('T', st) ?? null) : null),
-        (e: unknown) => e,
-      );
-      // A workspace of its own: the cached one of train() may be replaced meanwhile.
-      using workspace = empty('float32', native.mlpWorkspace(...this.#args(), batch, this.streams, true), {
-        device: this.device,
-      });
-      const momentum = this.#momentum as DeviceArray<'float32'>;
+      let ready:
+        | (DataParallelStart & {
+            x: DeviceArray<'float32'>;
+            t: DeviceArray<'float32'>;
+            rates: { eta: number; alpha: number };
+            signal: AbortSignal | undefined;
+            onProgress: ResolvedAsync['onProgress'];
+            checked: Promise<unknown>;
+          })
+        | null = null;
+      let failure: unknown = null;
+      try {
+        const params = this.#live();
+        // Taken at the call, like everything the epochs read: eta and alpha, and X and T (host data is
+        // uploaded, device arrays are copied on the device), so that later writes do not reach the training.
+        const rates = checkTrainRates(this.eta, this.alpha);
+        if (comm) dataParallelDevice(comm, this.device);
+        const { signal, onProgress } = resolveAsync(options, true);
+        throwIfAborted(signal, what);
+        const { x, t, owned: uploaded } = this.#inputs(X, T, true);
+        owned.push(...uploaded);
+        const P = checkPatterns(this.layers, x, t);
+        const { epochs, batch, validate } = checkTrainOptions(options, P);
+        // Queued now, read before the first epoch is queued (with comm, in the start-up agreement).
+        const sums = validate ? [reduceAsync(x, 'sum'), reduceAsync(t as DeviceArray, 'sum')] : [];
+        const checked: Promise<unknown> = Promise.all(sums).then(
+          ([sx, st]) => (validate ? (nonFiniteSumError('X', sx) ?? nonFiniteSumError('T', st) ?? null) : null),
+          (e: unknown) => e,
+        );
+        // A workspace of its own: the cached one of train() may be replaced meanwhile.
+        workspace = empty('float32', native.mlpWorkspace(...this.#args(), batch, this.streams, true), {
+          device: this.device,
+        });
+        const momentum = this.#momentum as DeviceArray<'float32'>;
+        const tt = t as DeviceArray<'float32'>;
+        ready = { params, momentum, patterns: P, batch, epochs, x, t: tt, rates, signal, onProgress, checked };
+      } catch (e) {
+        if (!comm) throw e;
+        failure = e;
+      }
+      if (comm) {
+        const checks = failure !== null || ready === null ? Promise.resolve(failure) : ready.checked;
+        endSequence = await dataParallelStartAsync(comm, reserved as Promise<() => void>, ready, checks);
+      }
+      const {
+        params,
+        momentum,
+        x,
+        t,
+        patterns: P,
+        batch,
+        epochs,
+        rates,
+        signal,
+        onProgress,
+        checked,
+      } = ready as NonNullable<typeof ready>;
       const error = this.#error as DeviceArray<'float64'>;
-      if (comm) endSequence = await dataParallelStartAsync(comm, params, momentum, P, batch, epochs, checked);
+      const ws = workspace as DeviceArray<'float32'>;
       const release = holdArrays(
         what,
         [],
         [
           ['params', params],
           ['momentum', momentum],
-          ['workspace', workspace],
+          ['workspace', ws],
           ['error', error],
         ],
       );
@@ -365,14 +437,7 @@ export class Mlp {
         for (let e = 0; e < epochs; e++) {
           timer.start();
           await native.mlpTrainEpochAsync(
-            ...this.#epochArgs(
-              [params, momentum, workspace, x, t as DeviceArray<'float32'>, error],
-              P,
-              batch,
-              rates,
-              comm,
-              what,
-            ),
+            ...this.#epochArgs([params, momentum, ws, x, t, error], P, batch, rates, comm, what),
           );
           timer.stop();
           const [sum] = await error.toHost();
@@ -392,6 +457,7 @@ export class Mlp {
       throw comm ? asNcclError(e) : e;
     } finally {
       endSequence?.();
+      workspace?.free();
       for (const a of owned) a.free();
     }
   }
@@ -485,7 +551,7 @@ export class Mlp {
     P: number,
     batch: number,
     rates: { eta: number; alpha: number },
-    comm: ReturnType<typeof dataParallelHandle> | undefined,
+    comm: ReturnType<typeof dataParallelComm> | undefined,
     what: string,
   ): Parameters<typeof native.mlpTrainEpoch> {
     return [

@@ -521,24 +521,51 @@ async function mlpMode(): Promise<void> {
     check(e instanceof RangeError && /agree/.test(String(e)), `mismatched batches: ${String(e)}`);
   }
   check(comm.failure === null, 'usable after the mismatch');
-  // A rank that cannot train (a NaN in its shard) or other epochs: every rank throws at once, in
-  // train and trainAsync, instead of the others waiting in their first gradient sum until the
+  // A rank that cannot train (a NaN in its shard, a batch larger than its shard, T shorter than X,
+  // a signal already aborted) or other epochs: every rank throws at once, in train and trainAsync,
+  // instead of the others waiting in the start-up agreement or their first gradient sum until the
   // timeout (init's CK_TIMEOUT_MS, 120 s by default); the communicator stays usable.
+  const last = rank === size - 1;
   const shardX = X.slice(0, 10 * layers[0]);
   const shardT = T.slice(0, 10 * layers[2]);
   const withNaN = shardX.slice();
-  if (rank === size - 1) withNaN[3] = NaN;
-  const cases: [string, Float32Array, number, RegExp][] = [
-    ['a NaN in the last rank’s shard', withNaN, 2, rank === size - 1 ? /finite/ : /rank \d+ failed before training/],
-    ['other epochs on rank 0', shardX, rank === 0 ? 3 : 2, /agree on .* the epochs/],
+  if (last) withNaN[3] = NaN;
+  const named = /rank \d+ failed before training/;
+  const cases: [string, Float32Array, Float32Array, object, RegExp, boolean][] = [
+    ['a NaN in the last rank’s shard', withNaN, shardT, { epochs: 2 }, last ? /finite/ : named, true],
+    ['other epochs on rank 0', shardX, shardT, { epochs: rank === 0 ? 3 : 2 }, /agree on .* the epochs/, true],
+    [
+      'a batch larger than the last rank’s shard',
+      last ? shardX.slice(0, 4 * layers[0]) : shardX,
+      last ? shardT.slice(0, 4 * layers[2]) : shardT,
+      { epochs: 2 },
+      last ? /options\.batchSize/ : named,
+      true,
+    ],
+    [
+      'T shorter than X on the last rank',
+      shardX,
+      last ? shardT.slice(layers[2]) : shardT,
+      { epochs: 2 },
+      last ? /^T / : named,
+      true,
+    ],
+    [
+      'a signal already aborted on the last rank',
+      shardX,
+      shardT,
+      last ? { epochs: 2, signal: AbortSignal.abort() } : { epochs: 2 },
+      last ? /abort/i : named,
+      false,
+    ],
   ];
-  for (const [what, x, epochs, expected] of cases) {
-    for (const form of ['train', 'trainAsync'] as const) {
+  for (const [what, x, tt, extra, expected, both] of cases) {
+    for (const form of both ? (['train', 'trainAsync'] as const) : (['trainAsync'] as const)) {
       const t = performance.now();
       using net = new ck.Mlp({ layers, eta: 0.1, seed: 1, device });
-      const opts = { epochs, batchSize: 5, comm };
+      const opts = { batchSize: 5, comm, ...extra } as ck.MlpTrainAsyncOptions;
       const e = await (
-        form === 'train' ? Promise.resolve().then(() => net.train(x, shardT, opts)) : net.trainAsync(x, shardT, opts)
+        form === 'train' ? Promise.resolve().then(() => net.train(x, tt, opts)) : net.trainAsync(x, tt, opts)
       ).then(
         () => null,
         (err: unknown) => err,
