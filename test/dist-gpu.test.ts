@@ -323,13 +323,30 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
-  test('100 un-awaited collectives at once (more than the 64 kept in flight) with a peer 4 s late: the calls return at once, the event loop keeps turning', async () => {
+  test('200 un-awaited collectives at once (more than the 64 kept in flight), each sum followed by a device copy, with a peer 4 s late: the calls return at once, the event loop keeps turning, every copy sees its sums', async () => {
     // The 65th call used to wait in the JavaScript thread for the oldest to complete, i.e. for the
-    // late peer (up to timeoutMs for a hung one).
+    // late peer (up to timeoutMs for a hung one). Now it waits on the communicator's thread behind a
+    // gate on the library stream, so the copy queued after it still sees its result.
     const r0 = await lateRun('flood');
     report(
-      `100 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
+      `200 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
         `rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag`,
+    );
+  }, 120_000);
+
+  test('abort() during a flood of un-awaited collectives with a late peer: returns within 100 ms, every call rejects, the library stream drains', async () => {
+    const { out, exits, detail } = startRanks(2, ['late'], {
+      CK_LATE: 'flood',
+      CK_LATE_MS: '4000',
+      CK_ABORT_MS: '1000',
+      CK_TIMEOUT_MS: '8000',
+    });
+    const ends = await exits;
+    const [r0] = results(out[0]);
+    if (!r0 || ends[0].code !== 0 || r0.failures.length > 0) throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    report(
+      `abort() during a flood: it took ${(r0.abortCallMs as number).toFixed(2)} ms; the device's stream drained ` +
+        `${(r0.drainMs as number).toFixed(0)} ms later`,
     );
   }, 120_000);
 

@@ -852,6 +852,11 @@ async function lateMode(): Promise<void> {
     }, abortMs);
   }
   using small = ck.full('float32', 256, rank + 1, { device });
+  // flood: each allReduce (a sum, in place) is followed by a device copy of its result, queued on the
+  // library stream right after the call: copy i must see exactly i + 1 sums, also for the calls that
+  // had to wait for a slot (their collective runs later, on the communicator's own stream).
+  using chain = ck.full('float64', 8, 1, { device });
+  using snaps = ck.full('float64', 8 * FLOOD, NaN, { device });
   const op =
     what === 'p2p'
       ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
@@ -859,7 +864,11 @@ async function lateMode(): Promise<void> {
         ? () => {
             // Issued in one go, none awaited (awaiting is optional): each call may only queue.
             const all: Promise<unknown>[] = [];
-            for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+            for (let i = 0; i < FLOOD; i++) {
+              all.push(comm.allReduce(small, 'max'));
+              all.push(comm.allReduce(chain, 'sum'));
+              ck.copyDevice(snaps, chain, { dstOffset: 8 * i });
+            }
             return Promise.all(all).then(() => a);
           }
         : () => comm.allReduce(a);
@@ -886,6 +895,17 @@ async function lateMode(): Promise<void> {
         `the pending operation after abort(): ${String(waited.error)}`,
       );
       check(waited.ms < abortMs + 1000, `it rejected ${waited.ms.toFixed(0)} ms after the call`);
+      if (what === 'flood') {
+        // The calls that waited for a slot left gates on the library stream: the abort opens them, so
+        // later work on the device runs (a read of the copies' array must not hang).
+        const t = performance.now();
+        await snaps.toHost();
+        extra.drainMs = performance.now() - t;
+        check(
+          (extra.drainMs as number) < 10_000,
+          `the library stream drained ${String(extra.drainMs)} ms after abort()`,
+        );
+      }
     } else if (late) {
       // Its peer gave up: an NcclError within its timeout, not a hang.
       check(waited.error instanceof ck.NcclError, `the late rank after rank 0's abort: ${String(waited.error)}`);
@@ -901,6 +921,17 @@ async function lateMode(): Promise<void> {
     check(
       (await small.toHost())[17] === size,
       `${FLOOD} allReduce max: ${(await small.toHost())[17]}, expected ${size}`,
+    );
+    const got = await snaps.toHost();
+    const wrong: string[] = [];
+    for (let i = 0; i < FLOOD; i++) {
+      const want = size ** (i + 1);
+      for (let j = 0; j < 8; j++)
+        if (!(Math.abs(got[8 * i + j] - want) <= 1e-12 * want)) wrong.push(`copy ${i}[${j}] = ${got[8 * i + j]}`);
+    }
+    check(
+      wrong.length === 0,
+      `copies after ${FLOOD} un-awaited sums (want ${size}^(i+1)): ${wrong.slice(0, 4).join(', ')}`,
     );
     if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
   } else {

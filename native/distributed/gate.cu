@@ -1,0 +1,47 @@
+// The gate kernels of gate.h. Both flags live in mapped host memory and are accessed at system scope:
+// the opening is written by a kernel on the communicator's side stream, the release by the host.
+#include <cuda/atomic>
+
+#include "distributed/gate.h"
+
+namespace ck {
+namespace dist {
+
+namespace {
+
+using SystemFlag = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+__global__ void gateWait(GateFlags* flags, unsigned long long k) {
+  SystemFlag opened(flags->opened);
+  SystemFlag released(flags->released);
+  // One thread, mostly asleep: it holds a few registers of one SM while the collective runs.
+  while (opened.load(cuda::memory_order_acquire) < k && released.load(cuda::memory_order_acquire) == 0)
+    __nanosleep(2000);
+}
+
+__global__ void gateOpen(GateFlags* flags, unsigned long long k) {
+  // A plain store, not an atomic maximum (system-scope read-modify-write on host memory is not
+  // available over PCIe): gates are opened in increasing k, in order on one stream.
+  SystemFlag opened(flags->opened);
+  opened.store(k, cuda::memory_order_release);
+}
+
+}  // namespace
+
+cudaError_t launchGateWait(cudaStream_t stream, GateFlags* flags, uint64_t k) {
+  gateWait<<<1, 1, 0, stream>>>(flags, k);
+  return cudaGetLastError();
+}
+
+cudaError_t launchGateOpen(cudaStream_t stream, GateFlags* flags, uint64_t k) {
+  gateOpen<<<1, 1, 0, stream>>>(flags, k);
+  return cudaGetLastError();
+}
+
+void releaseGates(GateFlags* flags) {
+  SystemFlag released(flags->released);
+  released.store(1, cuda::memory_order_release);
+}
+
+}  // namespace dist
+}  // namespace ck
