@@ -28,14 +28,21 @@ __global__ void gateOpen(GateFlags* flags, unsigned long long k) {
 
 }  // namespace
 
+// The launch's own status, from cudaLaunchKernel: cudaGetLastError after a <<<>>> launch would also
+// return an error an earlier call of this thread left in its error slot (a cudaErrorNotReady from an
+// event query nobody cleared), and a gate counted as not launched fails the communicator.
+static cudaError_t launchGate(const void* kernel, cudaStream_t stream, GateFlags* flags, uint64_t k) {
+  unsigned long long number = k;
+  void* args[] = {&flags, &number};
+  return cudaLaunchKernel(kernel, dim3(1), dim3(1), args, 0, stream);
+}
+
 cudaError_t launchGateWait(cudaStream_t stream, GateFlags* flags, uint64_t k) {
-  gateWait<<<1, 1, 0, stream>>>(flags, k);
-  return cudaGetLastError();
+  return launchGate(reinterpret_cast<const void*>(&gateWait), stream, flags, k);
 }
 
 cudaError_t launchGateOpen(cudaStream_t stream, GateFlags* flags, uint64_t k) {
-  gateOpen<<<1, 1, 0, stream>>>(flags, k);
-  return cudaGetLastError();
+  return launchGate(reinterpret_cast<const void*>(&gateOpen), stream, flags, k);
 }
 
 void releaseGates(GateFlags* flags) {
