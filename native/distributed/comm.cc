@@ -603,9 +603,9 @@ uint64_t Comm::enqueueOrDefer(const char* what, cudaStream_t stream, bool notify
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     checkUsable(what);
-    // Only this thread adds operations and the communicator's thread only removes them, so a slot
-    // seen free here is still free in enqueue; and with nothing deferred or being launched from the
-    // queue, this call is the next to reach NCCL, in call order.
+    // Call order: with nothing deferred or being launched from the queue, this call is the next to
+    // reach NCCL. Only this thread defers, and the communicator's thread launches only deferred
+    // operations, so that still holds in enqueue (which checks the slots again).
     direct = deferred_.empty() && launching_ == 0 && counted_ < maxInFlight;
   }
   if (direct)
@@ -729,28 +729,28 @@ void Comm::launchDeferred() {
     std::string failCode, failMessage;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
+      // From launching_ to ops_ in one step: wait() and pending() always find it in one of them,
+      // and a failure from any thread settles it exactly once (fail() takes every tracked
+      // operation; one added to ops_ after that would never be settled).
       launching_ = 0;
-      if (failure.empty() && !failed_) {
+      if (!failed_ && failure.empty()) {
         // The side stream's wait took the event's state when it was queued: it may be recorded again.
         events_.push_back(d.before);
         d.before = nullptr;
+      }
+      if (!failed_) {
         ops_.push_back(std::move(op));
         ++counted_;
-        continue;
+        if (failure.empty()) continue;
+      } else {
+        failedMeanwhile = true;
+        failCode = failCode_;
+        failMessage = failMessage_;
       }
-      failedMeanwhile = failed_;
-      failCode = failCode_;
-      failMessage = failMessage_;
     }
     if (d.before) cudaEventDestroy(d.before);
-    if (!failure.empty() && !failedMeanwhile) {
+    if (!failedMeanwhile) {
       // Settled by fail() with every other pending operation, as the one that failed it.
-      Op failedOp = std::move(op);
-      {
-        std::lock_guard<std::mutex> lock(stateMutex_);
-        ops_.push_back(std::move(failedOp));
-        ++counted_;
-      }
       fail(code, withDetail(d.what + " (queued while " + std::to_string(d.maxInFlight) +
                                 " operations were in flight) " + failure,
                             detail));
