@@ -246,13 +246,14 @@ bool Comm::connectPeers(nccl::Comm raw) {
 
 void Comm::settle(const Op& op, bool ok, const std::string& code, const std::string& message) {
   if (ok) {
-    // Completed: both events can be recorded again.
+    // Completed: its events can be recorded again.
     giveEvent(op.start);
     giveEvent(op.end);
+    giveEvent(op.before);
   } else {
     // Possibly still pending on the stream: destroying them is fine, reusing them is not.
-    if (op.start) cudaEventDestroy(op.start);
-    if (op.end) cudaEventDestroy(op.end);
+    for (cudaEvent_t e : {op.start, op.end, op.before})
+      if (e) cudaEventDestroy(e);
   }
   if (op.notify && settle_) settle_(Outcome{op.id, ok, code, message});
 }
@@ -336,17 +337,29 @@ void Comm::watch() {
           break;
         }
         // The clock of an operation starts when the GPU reaches it, so that work queued before it
-        // on the stream never counts against the timeout.
+        // on the stream never counts against the timeout. For a deferred one, that is when the
+        // library stream reaches its call: everything it waits for (the work before the call, the
+        // operations before it) has completed then, so its start on the communicator's stream is
+        // due at once; if the GPU never runs it, the clock still runs out instead of the stream
+        // waiting at its gate for ever.
         if (!it->started) {
-          if (cudaEventQuery(it->start) == cudaSuccess) {
+          if (cudaEventQuery(it->start) == cudaSuccess ||
+              (it->before != nullptr && cudaEventQuery(it->before) == cudaSuccess)) {
             it->started = true;
             it->startedAt = now;
           }
         } else if (now - it->startedAt > timeout()) {
           failCode = "ncclTimeout";
-          failMessage = it->what + " did not complete within " + std::to_string(timeoutMs_) +
-                        " ms of starting on the GPU: a peer process is dead or hung, or did not make the "
-                        "matching call (collectives, counts, dtypes and roots must agree on every rank)";
+          if (it->before != nullptr && cudaEventQuery(it->start) != cudaSuccess)
+            failMessage = it->what + " (deferred: more operations were in flight) never started on the " +
+                          "communicator's stream within " + std::to_string(timeoutMs_) +
+                          " ms of the library stream reaching its call, while the library stream waited "
+                          "at its gate: the GPU did not run the two streams concurrently (CUDA does not "
+                          "promise it)";
+          else
+            failMessage = it->what + " did not complete within " + std::to_string(timeoutMs_) +
+                          " ms of starting on the GPU: a peer process is dead or hung, or did not make the "
+                          "matching call (collectives, counts, dtypes and roots must agree on every rank)";
           break;
         }
         ++it;
@@ -688,6 +701,7 @@ void Comm::launchDeferred() {
     op.id = d.id;
     op.what = d.what;
     op.notify = d.notify;
+    op.before = d.before;  // the watchdog starts its clock there (watch)
     std::string code, failure, detail;
     try {
       op.start = takeEvent();
@@ -699,7 +713,7 @@ void Comm::launchDeferred() {
     if (failure.empty()) {
       std::lock_guard<std::mutex> nl(ncclMutex_);
       cudaError_t e =
-          comm_ == nullptr ? cudaErrorInvalidResourceHandle : cudaStreamWaitEvent(side, d.before, 0);
+          comm_ == nullptr ? cudaErrorInvalidResourceHandle : cudaStreamWaitEvent(side, op.before, 0);
       if (e == cudaSuccess) e = cudaEventRecord(op.start, side);
       if (comm_ == nullptr) {
         code = "ncclInvalidUsage";
@@ -733,11 +747,6 @@ void Comm::launchDeferred() {
       // and a failure from any thread settles it exactly once (fail() takes every tracked
       // operation; one added to ops_ after that would never be settled).
       launching_ = 0;
-      if (!failed_ && failure.empty()) {
-        // The side stream's wait took the event's state when it was queued: it may be recorded again.
-        events_.push_back(d.before);
-        d.before = nullptr;
-      }
       if (!failed_) {
         ops_.push_back(std::move(op));
         ++counted_;
@@ -748,7 +757,6 @@ void Comm::launchDeferred() {
         failMessage = failMessage_;
       }
     }
-    if (d.before) cudaEventDestroy(d.before);
     if (!failedMeanwhile) {
       // Settled by fail() with every other pending operation, as the one that failed it.
       fail(code, withDetail(d.what + " (queued while " + std::to_string(d.maxInFlight) +

@@ -126,6 +126,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
     uint64_t id = 0;
     std::string what;
     cudaEvent_t start = nullptr, end = nullptr;
+    // A deferred operation's mark on the library stream where it was called (Deferred::before).
+    cudaEvent_t before = nullptr;
     bool notify = false;
     bool started = false;
     std::chrono::steady_clock::time_point startedAt;
