@@ -1,5 +1,10 @@
 // The gate kernels of gate.h. Both flags live in mapped host memory and are accessed at system scope:
 // the opening is written by a kernel on the communicator's side stream, the release by the host.
+//
+// libcu++ promises atomics that the CPU and the GPU access concurrently only where the device reports
+// hostNativeAtomicSupported, which a PCIe H100 does not. What crosses here is only plain loads and
+// stores of aligned 8-byte words (no read-modify-write), the pattern NCCL's own abort flag relies on
+// (mapped host memory the host writes and kernels poll): it works over PCIe, outside that promise.
 #include <cuda/atomic>
 
 #include "distributed/gate.h"
