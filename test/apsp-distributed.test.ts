@@ -2,69 +2,18 @@
 // run takes: ranks of test/harness/apsp-dist-rank.ts under `cuda-kernels launch` (sharing the GPUs
 // there are, each with its own NCCL_HOSTID), or started directly. Skipped without a GPU or NCCL. The
 // results against the CPU for every input and output kind are in dist-gpu.test.ts.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import * as ck from '../lib';
 import { report } from './harness/report';
-import { describeGpu, gpuCount } from './helpers/gpu';
+import { gpuCount } from './helpers/gpu';
+import { baseEnv, describeNccl, port, results } from './helpers/ranks';
 
 const root = path.join(__dirname, '..');
 const register = path.join(root, 'test', 'harness', 'ts-register.js');
 const rankScript = path.join(root, 'test', 'harness', 'apsp-dist-rank.ts');
-const nccl = ck.ncclInfo();
-
-function describeNccl(name: string, fn: () => void): void {
-  if (gpuCount > 0 && !nccl.available) {
-    const skipped = describe.skip;
-    skipped(`${name} [skipped: no NCCL — ${nccl.reason?.split('. ')[0]}]`, fn);
-  } else {
-    describeGpu(name, fn);
-  }
-}
-
-// A port the OS says is free right now, for rank 0's bootstrap.
-const port = (): string =>
-  execFileSync(
-    process.execPath,
-    [
-      '-e',
-      "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })",
-    ],
-    { encoding: 'utf8' },
-  ).trim();
-
-function rankEnv(ranks: number, extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -r ${register}`.trim(),
-    NCCL_NVLS_ENABLE: process.env.NCCL_NVLS_ENABLE ?? '0',
-    ...extra,
-  };
-  if (ranks > gpuCount) env.CK_HOSTID_PER_RANK = '1';
-  // The parent's own variables must not leak into the ranks' conventions.
-  for (const k of ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'NCCL_COMM_ID', 'CUDA_KERNELS_JOB_ID'])
-    if (!(k in extra)) delete env[k];
-  return env;
-}
-
-interface RankResult {
-  checks: number;
-  failures: string[];
-  seconds: number;
-  [k: string]: unknown;
-}
-
-function results(stdout: string): RankResult[] {
-  return stdout
-    .split('\n')
-    .map((l) => /CK-RESULT (\{.*\})\s*$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => JSON.parse(m[1]) as RankResult);
-}
-
 function launch(ranks: number, args: string[], extra: Record<string, string> = {}, timeout = 280_000) {
   const r = spawnSync(
     process.execPath,
@@ -80,7 +29,7 @@ function launch(ranks: number, args: string[], extra: Record<string, string> = {
       rankScript,
       ...args,
     ],
-    { cwd: root, encoding: 'utf8', timeout, maxBuffer: 1 << 26, env: rankEnv(ranks, extra) },
+    { cwd: root, encoding: 'utf8', timeout, maxBuffer: 1 << 26, env: baseEnv(ranks, extra) },
   );
   const stdout = r.stdout ?? '';
   const stderr = `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`;
@@ -118,7 +67,7 @@ describeNccl('apspDistributed across processes: agreement, outputs, memory', () 
       spawn(process.execPath, [rankScript, 'cli-bad-graph', bad], {
         cwd: root,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: rankEnv(2, {
+        env: baseEnv(2, {
           RANK: String(rank),
           WORLD_SIZE: '2',
           LOCAL_RANK: String(rank),

@@ -50,6 +50,9 @@ const nobodyReadsTree =
     },
   ).status === 0;
 const permissionTest = nobodyReadsTree ? test : test.skip;
+// Root may write any file: the permission cases then run the command as nobody.
+const user = asRoot ? { uid: 65534, gid: 65534 } : {};
+
 if (!nobodyReadsTree)
   console.warn(
     `cli.test.ts: the permission cases are skipped: uid 65534 cannot read ${root} (a folder above it is not o+x)`,
@@ -76,6 +79,20 @@ describe('cuda-kernels --version and help', () => {
   });
 });
 
+/** A fresh folder in `dir` with a two-vertex graph and an existing output of mode `outputMode`. */
+function graphAndOutput(prefix: string, outputMode: number) {
+  fs.chmodSync(dir, 0o755); // mkdtemp made it 0700: nobody could not reach the files in it
+  const sub = fs.mkdtempSync(path.join(dir, prefix));
+  fs.chmodSync(sub, 0o777);
+  const graph = path.join(sub, 'g.txt');
+  fs.writeFileSync(graph, '2 1\n0 1 3\n');
+  fs.chmodSync(graph, 0o644);
+  const output = path.join(sub, 'd.txt');
+  fs.writeFileSync(output, 'old\n');
+  fs.chmodSync(output, outputMode);
+  return { sub, graph, output };
+}
+
 describe('apsp file errors are file errors', () => {
   test('a missing input file, whether or not there is a GPU or a binary', () => {
     for (const env of [{}, noBinary]) {
@@ -88,17 +105,7 @@ describe('apsp file errors are file errors', () => {
   });
 
   permissionTest('a read-only output file is refused before the graph is read or any GPU work', () => {
-    // Root may write any file: then the command runs as nobody, for whom the file is read-only.
-    const user = asRoot ? { uid: 65534, gid: 65534 } : {};
-    fs.chmodSync(dir, 0o755); // mkdtemp made it 0700: nobody could not reach the files in it
-    const sub = fs.mkdtempSync(path.join(dir, 'ro-'));
-    fs.chmodSync(sub, 0o777);
-    const graph = path.join(sub, 'g.txt');
-    fs.writeFileSync(graph, '2 1\n0 1 3\n');
-    fs.chmodSync(graph, 0o644);
-    const output = path.join(sub, 'd.txt');
-    fs.writeFileSync(output, 'old\n');
-    fs.chmodSync(output, 0o444);
+    const { graph, output } = graphAndOutput('ro-', 0o444);
     for (const extra of [[], ['--cpu']]) {
       const r = cli(['apsp', graph, output, ...extra], noBinary, user);
       expect(r.stderr.trim()).toBe(
@@ -116,16 +123,7 @@ describe('apsp file errors are file errors', () => {
   permissionTest(
     'an existing writable output is written whatever its folder allows (/dev/null, a read-only folder)',
     () => {
-      const user = asRoot ? { uid: 65534, gid: 65534 } : {};
-      fs.chmodSync(dir, 0o755);
-      const sub = fs.mkdtempSync(path.join(dir, 'rodir-'));
-      fs.chmodSync(sub, 0o777);
-      const graph = path.join(sub, 'g.txt');
-      fs.writeFileSync(graph, '2 1\n0 1 3\n');
-      fs.chmodSync(graph, 0o644);
-      const output = path.join(sub, 'd.txt');
-      fs.writeFileSync(output, 'old\n');
-      fs.chmodSync(output, 0o666);
+      const { sub, graph, output } = graphAndOutput('rodir-', 0o666);
       fs.chmodSync(sub, 0o555); // no new files here, for anyone but root
       try {
         const r = cli(['apsp', graph, output, '--cpu', '--no-progress'], noBinary, user);

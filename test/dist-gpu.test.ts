@@ -2,7 +2,7 @@
 // (under `cuda-kernels launch`, under mpirun, or directly) and reads their `CK-RESULT` lines. With
 // fewer GPUs than ranks, the ranks share GPUs (each its own NCCL_HOSTID, so NCCL joins them over its
 // socket transport): every behaviour is checked, no speed is measured. Skipped without a GPU or NCCL.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -11,48 +11,12 @@ import * as path from 'node:path';
 import * as ck from '../lib';
 import { hostGraph } from './harness/families';
 import { report } from './harness/report';
-import { describeGpu, gpuCount } from './helpers/gpu';
+import { gpuCount } from './helpers/gpu';
+import { baseEnv, describeNccl, port, type RankResult, results } from './helpers/ranks';
 
 const root = path.join(__dirname, '..');
 const register = path.join(root, 'test', 'harness', 'ts-register.js');
 const rankScript = path.join(root, 'test', 'harness', 'dist-rank.ts');
-const nccl = ck.ncclInfo();
-
-/** A GPU suite that also needs NCCL: skipped, saying why, without it. */
-function describeNccl(name: string, fn: () => void): void {
-  if (gpuCount > 0 && !nccl.available) {
-    const skipped = describe.skip;
-    skipped(`${name} [skipped: no NCCL — ${nccl.reason?.split('. ')[0]}]`, fn);
-  } else {
-    describeGpu(name, fn);
-  }
-}
-
-// A port the OS says is free right now (a random one collided once on the H100: "bind failed:
-// Address already in use"), for rank 0's bootstrap.
-const port = (): string =>
-  execFileSync(
-    process.execPath,
-    [
-      '-e',
-      "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })",
-    ],
-    { encoding: 'utf8' },
-  ).trim();
-
-function baseEnv(ranks: number, extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -r ${register}`.trim(),
-    NCCL_NVLS_ENABLE: process.env.NCCL_NVLS_ENABLE ?? '0',
-    ...extra,
-  };
-  if (ranks > gpuCount) env.CK_HOSTID_PER_RANK = '1';
-  // The parent's own variables must not leak into the ranks' conventions.
-  for (const k of ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'NCCL_COMM_ID']) if (!(k in extra)) delete env[k];
-  return env;
-}
-
 /** One process of dist-rank.ts as rank `rank` of `ranks` at 127.0.0.1:`masterPort`. */
 function rankEnv(rank: number, ranks: number, masterPort: string, extra: Record<string, string>) {
   return baseEnv(ranks, {
@@ -116,22 +80,6 @@ async function listening(p: string, limitMs = 60_000): Promise<void> {
     if (Date.now() - t0 > limitMs) throw new Error(`nothing listens at 127.0.0.1:${p} after ${limitMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-interface RankResult {
-  mode: string;
-  checks: number;
-  failures: string[];
-  seconds: number;
-  [k: string]: unknown;
-}
-
-function results(stdout: string): RankResult[] {
-  return stdout
-    .split('\n')
-    .map((l) => /CK-RESULT (\{.*\})\s*$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => JSON.parse(m[1]) as RankResult);
 }
 
 function expectAllPassed(
