@@ -82,7 +82,6 @@ std::shared_ptr<Comm> Comm::create(const nccl::UniqueId& id, int size, int rank,
 
 Comm::~Comm() {
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  if (side_) cudaStreamDestroy(side_);  // returns at once; its work, if any, still completes
 }
 
 void Comm::run(const nccl::UniqueId& id) {
@@ -246,14 +245,13 @@ bool Comm::connectPeers(nccl::Comm raw) {
 
 void Comm::settle(const Op& op, bool ok, const std::string& code, const std::string& message) {
   if (ok) {
-    // Completed: its events can be recorded again.
+    // Completed: both events can be recorded again.
     giveEvent(op.start);
     giveEvent(op.end);
-    giveEvent(op.before);
   } else {
     // Possibly still pending on the stream: destroying them is fine, reusing them is not.
-    for (cudaEvent_t e : {op.start, op.end, op.before})
-      if (e) cudaEventDestroy(e);
+    if (op.start) cudaEventDestroy(op.start);
+    if (op.end) cudaEventDestroy(op.end);
   }
   if (op.notify && settle_) settle_(Outcome{op.id, ok, code, message});
 }
@@ -290,8 +288,8 @@ void Comm::watch() {
     bool closing = false;
     {
       std::unique_lock<std::mutex> lock(stateMutex_);
-      if (!failed_ && !closing_ && ops_.empty() && deferred_.empty()) {
-        wake_.wait(lock, [&] { return failed_ || closing_ || !ops_.empty() || !deferred_.empty(); });
+      if (!failed_ && !closing_ && ops_.empty()) {
+        wake_.wait(lock, [&] { return failed_ || closing_ || !ops_.empty(); });
         poll = kFirstPoll;
       }
       if (failed_) return;
@@ -337,29 +335,17 @@ void Comm::watch() {
           break;
         }
         // The clock of an operation starts when the GPU reaches it, so that work queued before it
-        // on the stream never counts against the timeout. For a deferred one, that is when the
-        // library stream reaches its call: everything it waits for (the work before the call, the
-        // operations before it) has completed then, so its start on the communicator's stream is
-        // due at once; if the GPU never runs it, the clock still runs out instead of the stream
-        // waiting at its gate for ever.
+        // on the stream never counts against the timeout.
         if (!it->started) {
-          if (cudaEventQuery(it->start) == cudaSuccess ||
-              (it->before != nullptr && cudaEventQuery(it->before) == cudaSuccess)) {
+          if (cudaEventQuery(it->start) == cudaSuccess) {
             it->started = true;
             it->startedAt = now;
           }
         } else if (now - it->startedAt > timeout()) {
           failCode = "ncclTimeout";
-          if (it->before != nullptr && cudaEventQuery(it->start) != cudaSuccess)
-            failMessage = it->what + " (deferred: more operations were in flight) never started on the " +
-                          "communicator's stream within " + std::to_string(timeoutMs_) +
-                          " ms of the library stream reaching its call, while the library stream waited "
-                          "at its gate: the GPU did not run the two streams concurrently (CUDA does not "
-                          "promise it)";
-          else
-            failMessage = it->what + " did not complete within " + std::to_string(timeoutMs_) +
-                          " ms of starting on the GPU: a peer process is dead or hung, or did not make the "
-                          "matching call (collectives, counts, dtypes and roots must agree on every rank)";
+          failMessage = it->what + " did not complete within " + std::to_string(timeoutMs_) +
+                        " ms of starting on the GPU: a peer process is dead or hung, or did not make the "
+                        "matching call (collectives, counts, dtypes and roots must agree on every rank)";
           break;
         }
         ++it;
@@ -371,13 +357,6 @@ void Comm::watch() {
     if (!failCode.empty()) {
       fail(failCode, failMessage);
       return;
-    }
-    // Slots freed: deferred operations go now (a destroy() waits for them like the others).
-    launchDeferred();
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      if (failed_) return;
-      drained = ops_.empty() && deferred_.empty();
     }
     if (closing) {
       if (drained) {
@@ -423,7 +402,6 @@ bool Comm::finalizeNccl() {
 
 void Comm::fail(const std::string& code, const std::string& message) {
   std::deque<Op> pending;
-  std::deque<Deferred> deferred;
   std::string reason;
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
@@ -436,17 +414,9 @@ void Comm::fail(const std::string& code, const std::string& message) {
     reason = failMessage_;
     pending.swap(ops_);
     counted_ = 0;
-    // Deferred operations are never launched now: their gates must open, or the library stream
-    // would wait behind them forever.
-    deferred.swap(deferred_);
-    if (gateFlags_ != nullptr) releaseGates(gateFlags_);
   }
   wake_.notify_all();
   for (const Op& op : pending) settle(op, false, code, reason);
-  for (const Deferred& d : deferred) {
-    if (d.before) cudaEventDestroy(d.before);  // may still be pending on the caller's stream
-    if (d.notify && settle_) settle_(Outcome{d.id, false, code, reason});
-  }
 }
 
 void Comm::throwIfFailed() {
@@ -461,7 +431,7 @@ bool Comm::ready() {
 
 size_t Comm::pending() {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return counted_ + deferred_.size() + (launching_ != 0 ? 1 : 0);
+  return counted_;
 }
 
 bool Comm::reserve() {
@@ -490,9 +460,17 @@ uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_
   for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
-      checkUsable(what);
-      // Deferred operations (enqueueOrDefer) reach NCCL first: they were called first.
-      if (counted_ < maxInFlight && deferred_.empty() && launching_ == 0) break;
+      if (failed_) throw CudaFailure(failCode_, what, failMessage_);
+      if (closing_) throw CudaFailure("ncclCommDestroyed", what, "the communicator has been destroyed");
+      if (!initDone_)
+        throw CudaFailure("ncclInvalidUsage", what,
+                          "the communicator is not initialised yet: await Communicator.init()");
+      if (reserved_ && owner_ != std::this_thread::get_id()) {
+        throw CudaFailure(
+            "ncclInvalidUsage", what,
+            "the communicator is busy with a distributed run (apspDistributed); await it first");
+      }
+      if (counted_ < maxInFlight) break;
     }
     std::this_thread::sleep_for(p);
   }
@@ -570,215 +548,12 @@ uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_
   return id;
 }
 
-void Comm::checkUsable(const char* what) {
-  if (failed_) throw CudaFailure(failCode_, what, failMessage_);
-  if (closing_) throw CudaFailure("ncclCommDestroyed", what, "the communicator has been destroyed");
-  if (!initDone_)
-    throw CudaFailure("ncclInvalidUsage", what,
-                      "the communicator is not initialised yet: await Communicator.init()");
-  if (reserved_ && owner_ != std::this_thread::get_id()) {
-    throw CudaFailure("ncclInvalidUsage", what,
-                      "the communicator is busy with a distributed run (apspDistributed); await it first");
-  }
-}
-
-void Comm::ensureGates() {
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    if (gateFlags_ != nullptr) return;
-  }
-  int current = -1;
-  cudaGetDevice(&current);
-  DeviceRestore restore;
-  if (current != device_) CK_CUDA(cudaSetDevice(device_));
-  cudaStream_t side = nullptr;
-  CK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-  // Never freed: a gate kernel may read the flags until the library stream drains, which nothing
-  // here waits for (16 bytes per communicator that ever deferred). The stream goes with the Comm.
-  void* host = nullptr;
-  const cudaError_t e = cudaHostAlloc(&host, sizeof(GateFlags), cudaHostAllocMapped | cudaHostAllocPortable);
-  if (e != cudaSuccess) {
-    cudaStreamDestroy(side);
-    CK_CUDA(e);
-  }
-  auto* flags = static_cast<GateFlags*>(host);
-  flags->opened = 0;
-  flags->released = 0;
-  std::lock_guard<std::mutex> lock(stateMutex_);
-  side_ = side;
-  gateFlags_ = flags;
-  if (failed_) releaseGates(flags);
-}
-
-uint64_t Comm::enqueueOrDefer(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
-                              Launch call) {
-  bool direct = false;
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    checkUsable(what);
-    // Call order: with nothing deferred or being launched from the queue, this call is the next to
-    // reach NCCL. Only this thread defers, and the communicator's thread launches only deferred
-    // operations, so that still holds in enqueue (which checks the slots again).
-    direct = deferred_.empty() && launching_ == 0 && counted_ < maxInFlight;
-  }
-  if (direct)
-    return enqueue(what, stream, notify, maxInFlight, [&](nccl::Comm raw) { return call(raw, stream); });
-
-  ensureGates();
-  // The event and the gate belong to the communicator's device, whatever the caller's current one.
-  DeviceRestore restore;
-  int current = -1;
-  cudaGetDevice(&current);
-  if (current != device_) CK_CUDA(cudaSetDevice(device_));
-  Deferred d;
-  d.what = what;
-  d.notify = notify;
-  d.maxInFlight = maxInFlight;
-  d.call = std::move(call);
-  d.before = takeEvent();
-  // Everything the caller queued before this call: the operation starts after it.
-  const cudaError_t recorded = cudaEventRecord(d.before, stream);
-  if (recorded != cudaSuccess) {
-    giveEvent(d.before);
-    CK_CUDA(recorded);
-  }
-  GateFlags* flags = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    try {
-      checkUsable(what);
-    } catch (...) {
-      events_.push_back(d.before);
-      throw;
-    }
-    d.gate = ++gates_;
-    d.id = nextId_++;
-    flags = gateFlags_;
-  }
-  // Everything queued after this call waits for the operation to complete.
-  const cudaError_t gated = launchGateWait(stream, flags, d.gate);
-  if (gated != cudaSuccess) {
-    // Its number is spent, and the gates after it would wait for it forever: the communicator stops.
-    cudaEventDestroy(d.before);
-    fail(cudaGetErrorName(gated),
-         std::string(what) + ": launching its stream gate: " + cudaGetErrorString(gated));
-    throwIfFailed();
-  }
-  const uint64_t id = d.id;
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    if (failed_) {
-      // Failed meanwhile: fail() has released the gates, this one's included.
-      cudaEventDestroy(d.before);
-      throw CudaFailure(failCode_, what, failMessage_);
-    }
-    deferred_.push_back(std::move(d));
-  }
-  wake_.notify_all();
-  return id;
-}
-
-// The communicator's thread: launches deferred operations, oldest first, while slots are free. Each
-// goes on the side stream after its caller's event, and opens its gate behind it.
-void Comm::launchDeferred() {
-  const nccl::Api& a = nccl::api();
-  for (;;) {
-    Deferred d;
-    cudaStream_t side = nullptr;
-    GateFlags* flags = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      if (failed_ || deferred_.empty() || counted_ >= deferred_.front().maxInFlight) return;
-      // Out of the queue while it is launched (fail() then no longer sees it; launching_ keeps the
-      // JavaScript thread from launching ahead of it, and wait() and pending() counting it).
-      d = std::move(deferred_.front());
-      deferred_.pop_front();
-      launching_ = d.id;
-      side = side_;
-      flags = gateFlags_;
-    }
-    Op op;
-    op.id = d.id;
-    op.what = d.what;
-    op.notify = d.notify;
-    op.before = d.before;  // the watchdog starts its clock there (watch)
-    std::string code, failure, detail;
-    try {
-      op.start = takeEvent();
-      op.end = takeEvent();
-    } catch (const CudaFailure& f) {
-      code = f.code();
-      failure = f.what();
-    }
-    if (failure.empty()) {
-      std::lock_guard<std::mutex> nl(ncclMutex_);
-      cudaError_t e =
-          comm_ == nullptr ? cudaErrorInvalidResourceHandle : cudaStreamWaitEvent(side, op.before, 0);
-      if (e == cudaSuccess) e = cudaEventRecord(op.start, side);
-      if (comm_ == nullptr) {
-        code = "ncclInvalidUsage";
-        failure = "the communicator is not initialised";
-      } else if (e != cudaSuccess) {
-        code = cudaGetErrorName(e);
-        failure = cudaGetErrorString(e);
-      } else {
-        nccl::Result r = d.call(comm_, side);
-        if (r == nccl::kInProgress)
-          r = waitInProgress(comm_, Clock::now() + timeout(), [this] { return failedNow(); });
-        if (r != nccl::kSuccess) {
-          code = nccl::resultName(r);
-          failure = std::string("was refused by NCCL: ") + a.getErrorString(r);
-          detail = lastError(comm_);
-        } else {
-          e = cudaEventRecord(op.end, side);
-          if (e == cudaSuccess) e = launchGateOpen(side, flags, d.gate);
-          if (e != cudaSuccess) {
-            code = cudaGetErrorName(e);
-            failure = std::string("queued in NCCL but not tracked: ") + cudaGetErrorString(e);
-          }
-        }
-      }
-    }
-    bool failedMeanwhile = false;
-    std::string failCode, failMessage;
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      // From launching_ to ops_ in one step: wait() and pending() always find it in one of them,
-      // and a failure from any thread settles it exactly once (fail() takes every tracked
-      // operation; one added to ops_ after that would never be settled).
-      launching_ = 0;
-      if (!failed_) {
-        ops_.push_back(std::move(op));
-        ++counted_;
-        if (failure.empty()) continue;
-      } else {
-        failedMeanwhile = true;
-        failCode = failCode_;
-        failMessage = failMessage_;
-      }
-    }
-    if (!failedMeanwhile) {
-      // Settled by fail() with every other pending operation, as the one that failed it.
-      fail(code, withDetail(d.what + " (queued while " + std::to_string(d.maxInFlight) +
-                                " operations were in flight) " + failure,
-                            detail));
-      return;
-    }
-    // The communicator failed while this one was being launched: it fails with the same reason.
-    settle(op, false, failCode, failMessage);
-    return;
-  }
-}
-
 void Comm::wait(uint64_t id) {
   for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (failed_) throw CudaFailure(failCode_, "communicator", failMessage_);
-      if (launching_ != id &&
-          std::none_of(ops_.begin(), ops_.end(), [&](const Op& o) { return o.id == id; }) &&
-          std::none_of(deferred_.begin(), deferred_.end(), [&](const Deferred& d) { return d.id == id; }))
-        return;
+      if (std::none_of(ops_.begin(), ops_.end(), [&](const Op& o) { return o.id == id; })) return;
     }
     std::this_thread::sleep_for(p);
   }

@@ -37,7 +37,6 @@
 #include <thread>
 #include <vector>
 
-#include "distributed/gate.h"
 #include "distributed/nccl.h"
 
 namespace ck {
@@ -83,15 +82,6 @@ class Comm : public std::enable_shared_from_this<Comm> {
   // communicator then fails).
   uint64_t enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
                    const std::function<nccl::Result(nccl::Comm)>& call);
-  // An operation as enqueueOrDefer takes it: the NCCL call on the stream it is given.
-  using Launch = std::function<nccl::Result(nccl::Comm, cudaStream_t)>;
-  // enqueue for the JavaScript thread, which must never wait for a peer: where `maxInFlight`
-  // operations are pending, or earlier ones are deferred, the operation is deferred instead
-  // (gate.h): `stream` gets a gate at once, and the communicator's thread launches the operation on
-  // its side stream when a slot frees. Work queued on `stream` after the call still runs after it.
-  // One thread only (the one JavaScript thread that owns the communicator): `call` must hold copies.
-  uint64_t enqueueOrDefer(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
-                          Launch call);
   // Blocks until operation `id` has completed, or throws CudaFailure if the communicator failed.
   void wait(uint64_t id);
   // Blocks until every pending operation has completed (or throws as wait does).
@@ -126,33 +116,12 @@ class Comm : public std::enable_shared_from_this<Comm> {
     uint64_t id = 0;
     std::string what;
     cudaEvent_t start = nullptr, end = nullptr;
-    // A deferred operation's mark on the library stream where it was called (Deferred::before).
-    cudaEvent_t before = nullptr;
     bool notify = false;
     bool started = false;
     std::chrono::steady_clock::time_point startedAt;
   };
 
-  // An operation that waits for a slot (enqueueOrDefer): `before` marks the caller's stream where the
-  // call was made, `gate` is the number of its gate there.
-  struct Deferred {
-    uint64_t id = 0;
-    std::string what;
-    bool notify = false;
-    size_t maxInFlight = 0;
-    Launch call;
-    cudaEvent_t before = nullptr;
-    uint64_t gate = 0;
-  };
-
   Comm(int size, int rank, int device, int64_t timeoutMs, Settle settle);
-  // Throws CudaFailure when `what` cannot be queued now (failed, closed, not initialised, reserved by
-  // another thread). Under stateMutex_.
-  void checkUsable(const char* what);
-  // The side stream and the gates' flags, made on the first deferral.
-  void ensureGates();
-  // The communicator's thread: launches deferred operations while slots are free.
-  void launchDeferred();
   void run(const nccl::UniqueId& id);
   bool initialise(const nccl::UniqueId& id);
   bool connectPeers(nccl::Comm raw);
@@ -188,11 +157,6 @@ class Comm : public std::enable_shared_from_this<Comm> {
   bool reserved_ = false;
   std::thread::id owner_;
   std::vector<cudaEvent_t> events_;  // completed operations' events, for reuse
-  std::deque<Deferred> deferred_;    // waiting for a slot, in call order
-  uint64_t launching_ = 0;           // the id of the deferred operation being launched, or 0
-  uint64_t gates_ = 0;               // gates made so far (the number of the last)
-  GateFlags* gateFlags_ = nullptr;   // mapped host memory, made once, never freed (see ensureGates)
-  cudaStream_t side_ = nullptr;      // where deferred operations run
 };
 
 }  // namespace dist

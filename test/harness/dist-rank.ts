@@ -789,9 +789,7 @@ async function unawaitedMode(): Promise<void> {
 // collective, p2p, or flood: FLOOD un-awaited collectives at once, more than the operations a
 // communicator keeps in flight); the others' event loops must keep turning meanwhile. With
 // CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the pending
-// operation rejects. With CK_FLOOD_ALLOC, the flood also allocates pinned and device memory once
-// calls are being deferred (host operations after which, says CUDA's programming guide, commands of
-// two streams may not run concurrently: the deferred collectives must still run).
+// operation rejects.
 
 /** The event loop's largest delay while `run` runs, in ms. */
 async function lagDuring<T>(
@@ -854,29 +852,15 @@ async function lateMode(): Promise<void> {
     }, abortMs);
   }
   using small = ck.full('float32', 256, rank + 1, { device });
-  // flood: each allReduce (a sum, in place) is followed by a device copy of its result, queued on the
-  // library stream right after the call: copy i must see exactly i + 1 sums, also for the calls that
-  // had to wait for a slot (their collective runs later, on the communicator's own stream).
-  using chain = ck.full('float64', 8, 1, { device });
-  using snaps = ck.full('float64', 8 * FLOOD, NaN, { device });
-  const floodCalls: Promise<unknown>[] = [];
-  const kept: { free(): void }[] = [];
   const op =
     what === 'p2p'
       ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
       : what === 'flood'
         ? () => {
             // Issued in one go, none awaited (awaiting is optional): each call may only queue.
-            for (let i = 0; i < FLOOD; i++) {
-              floodCalls.push(comm.allReduce(small, 'max'));
-              floodCalls.push(comm.allReduce(chain, 'sum'));
-              ck.copyDevice(snaps, chain, { dstOffset: 8 * i });
-              // Well past the 64th call: the calls are deferred, their collectives not launched yet.
-              if (process.env.CK_FLOOD_ALLOC && i === 40) {
-                kept.push(ck.pinned('float32', 1024), ck.empty('float32', 1 << 22, { device }));
-              }
-            }
-            return Promise.all(floodCalls).then(() => a);
+            const all: Promise<unknown>[] = [];
+            for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+            return Promise.all(all).then(() => a);
           }
         : () => comm.allReduce(a);
   const waited = await lagDuring(async () => {
@@ -895,44 +879,13 @@ async function lateMode(): Promise<void> {
   }
   if (abortMs !== null) {
     if (rank === 0) {
-      // Aborted about when the peer came, the calls may all have completed before the timer fired.
-      const racing = abortMs >= lateMs - 500;
-      for (const until = performance.now() + abortMs + 5000; abortCallMs === null && performance.now() < until;)
-        await sleep(10);
       extra.abortCallMs = abortCallMs;
       check(abortCallMs !== null && abortCallMs < 100, `abort() took ${String(abortCallMs)} ms`);
       check(
-        (racing && waited.error === null) ||
-          (waited.error instanceof ck.NcclError && waited.error.code === 'ncclAborted'),
+        waited.error instanceof ck.NcclError && waited.error.code === 'ncclAborted',
         `the pending operation after abort(): ${String(waited.error)}`,
       );
       check(waited.ms < abortMs + 1000, `it rejected ${waited.ms.toFixed(0)} ms after the call`);
-      if (what === 'flood') {
-        // Every call settles: the direct ones, the deferred ones still queued, and one the
-        // communicator's thread may have been launching at the abort (a promise left pending would
-        // also keep synchronize() waiting for ever).
-        const outcomes = await Promise.race([Promise.allSettled(floodCalls), sleep(10_000).then(() => null)]);
-        check(outcomes !== null, `some of the ${floodCalls.length} calls never settled after abort()`);
-        const settled = outcomes ?? [];
-        const done = settled.filter((o) => o.status === 'fulfilled').length;
-        const wrong = settled.filter(
-          (o) => o.status === 'rejected' && !(o.reason instanceof ck.NcclError && o.reason.code === 'ncclAborted'),
-        );
-        check(wrong.length === 0, `${wrong.length} of ${floodCalls.length} calls rejected with another error`);
-        // Aborted before the late peer came, none can have completed; aborted about when it came
-        // (the collectives then complete and the deferred ones are launched), some may have.
-        if (!racing) check(done === 0, `${done} calls completed without the late peer`);
-        extra.completedBeforeAbort = done;
-        // The calls that waited for a slot left gates on the library stream: the abort opens them, so
-        // later work on the device runs (a read of the copies' array must not hang).
-        const t = performance.now();
-        await snaps.toHost();
-        extra.drainMs = performance.now() - t;
-        check(
-          (extra.drainMs as number) < 10_000,
-          `the library stream drained ${String(extra.drainMs)} ms after abort()`,
-        );
-      }
     } else if (late) {
       // Its peer gave up: an NcclError within its timeout, not a hang.
       check(waited.error instanceof ck.NcclError, `the late rank after rank 0's abort: ${String(waited.error)}`);
@@ -949,19 +902,7 @@ async function lateMode(): Promise<void> {
       (await small.toHost())[17] === size,
       `${FLOOD} allReduce max: ${(await small.toHost())[17]}, expected ${size}`,
     );
-    const got = await snaps.toHost();
-    const wrong: string[] = [];
-    for (let i = 0; i < FLOOD; i++) {
-      const want = size ** (i + 1);
-      for (let j = 0; j < 8; j++)
-        if (!(Math.abs(got[8 * i + j] - want) <= 1e-12 * want)) wrong.push(`copy ${i}[${j}] = ${got[8 * i + j]}`);
-    }
-    check(
-      wrong.length === 0,
-      `copies after ${FLOOD} un-awaited sums (want ${size}^(i+1)): ${wrong.slice(0, 4).join(', ')}`,
-    );
     if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
-    for (const k of kept) k.free();
   } else {
     const want = (size * (size + 1)) / 2;
     check(
