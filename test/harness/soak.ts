@@ -170,9 +170,8 @@ async function main(): Promise<number> {
   // problems across the soak's sizes first, so the start measurement already includes them.
   for (const f of FAMILIES) await warmUp(f, 30, LIMITS);
   // Both measurements after trimMemoryPool(): memoryInfo().free counts the pool's unused reserve as
-  // free, but not every cache trimMemoryPool() gives back, and the soak trims at random. The 10-minute
-  // H100 run of 2026-11-26 (no trim before its start) ended with exactly one 2 MiB granule more free
-  // than it started with; which cache held it was not found. Trimmed, both compare what is in use.
+  // free, but not every cache trimMemoryPool() gives back, and the soak trims at random. Trimmed,
+  // both compare what is in use (see the check at the end for the one granule this still leaves).
   const measure = () => {
     ck.synchronize();
     ck.trimMemoryPool(0, 0);
@@ -284,7 +283,11 @@ async function main(): Promise<number> {
       `failures ${failures.length}; unhandled rejections ${unhandled}`,
   );
   for (const f of failures) log(`failure: ${f}`);
-  const ok = Math.abs(delta) <= MiB && failures.length === 0 && unhandled === 0;
+  // A leak is less free memory at the end. More at the end is not one: the 10-minute H100 runs of
+  // 2026-11-26 (c583d58 and 22fb35f, both trimmed) ended with exactly one 2 MiB granule more free
+  // than they started with, a cache of the warm-up's that the start measurement still counted.
+  if (delta < -MiB) log(`more free memory at the end than at the start (${(-delta / MiB).toFixed(3)} MiB): not a leak`);
+  const ok = delta <= MiB && failures.length === 0 && unhandled === 0;
   log(ok ? 'soak passed' : 'soak FAILED');
   return ok ? 0 : 1;
 }
