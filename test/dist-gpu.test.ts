@@ -271,13 +271,12 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
-  test('64 un-awaited collectives at once (all a communicator keeps in flight) with a peer 4 s late: the calls return at once, a 65th is refused at once (NcclError, nothing queued), the event loop keeps turning, and collectives go on after', async () => {
+  test('100 un-awaited collectives at once (more than the 64 kept in flight) with a peer 4 s late: the calls return at once, the event loop keeps turning', async () => {
     // The 65th call used to wait in the JavaScript thread for the oldest to complete, i.e. for the
     // late peer (up to timeoutMs for a hung one).
     const r0 = await lateRun('flood');
     report(
-      `64 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
-        `the 65th was refused in ${(r0.beyondMs as number).toFixed(2)} ms (${String(r0.beyond)}); ` +
+      `100 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
         `rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag`,
     );
   }, 120_000);

@@ -124,7 +124,7 @@ void apspDistributed(Comm& comm, const int32_t* in, int32_t* out, int64_t n,
       if (!b.owns(k) && doneReadRecorded[slot]) CK_CUDA(cudaStreamWaitEvent(r.hi, r.doneRead[slot], 0));
       const int root = ownerOf(k);
       broadcast[static_cast<size_t>(k)] = comm.enqueue(
-          "apsp panel broadcast", r.hi, false, kMaxBroadcasts, Comm::WhenFull::wait,
+          "apsp panel broadcast", r.hi, false, kMaxBroadcasts,
           [&](nccl::Comm c) { return api.broadcast(buf, buf, panelCount, nccl::kInt32, root, c, r.hi); });
       CK_CUDA(cudaEventRecord(r.sent[slot], r.hi));
     };

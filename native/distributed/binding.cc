@@ -258,9 +258,7 @@ enum Kind : int {
 };
 constexpr const char* kKindNames[] = {"allReduce", "broadcast", "allGather", "reduceScatter",
                                       "send",      "recv",      "sendRecv"};
-// Operations one communicator may have pending from JavaScript; one more is refused (the JS thread
-// must not wait for a peer), not queued. A bound, so that the host never runs so far ahead of a hung
-// GPU that a launch blocks while the communicator's NCCL lock is held.
+// Operations one communicator may have pending before a new one waits for the oldest.
 constexpr size_t kMaxInFlight = 64;
 
 // Elements [offset, offset + count) of `b`, after checking they lie inside it (overflow-safe).
@@ -313,25 +311,24 @@ Napi::Value ncclCollective(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     const nccl::Api& a = nccl::api();
     cudaStream_t stream = libraryStream(c.device());
-    const uint64_t id =
-        c.enqueue(kKindNames[kind], stream, true, kMaxInFlight, Comm::WhenFull::refuse, [&](nccl::Comm raw) {
-          switch (kind) {
-            case kAllReduce: return a.allReduce(sp, rp, count, type, redOp, raw, stream);
-            case kBroadcast: return a.broadcast(sp, rp, count, type, peer, raw, stream);
-            case kAllGather: return a.allGather(sp, rp, count, type, raw, stream);
-            case kReduceScatter: return a.reduceScatter(sp, rp, count, type, redOp, raw, stream);
-            case kSend: return a.send(sp, count, type, peer, raw, stream);
-            case kRecv: return a.recv(rp, count, type, peer, raw, stream);
-            default: {
-              nccl::Result r = a.groupStart();
-              if (r != nccl::kSuccess) return r;
-              const nccl::Result rs = a.send(sp, count, type, peer, raw, stream);
-              const nccl::Result rr = rs == nccl::kSuccess ? a.recv(rp, count, type, peer2, raw, stream) : rs;
-              r = a.groupEnd();  // always closed, also after a failure inside
-              return rr != nccl::kSuccess ? rr : r;
-            }
-          }
-        });
+    const uint64_t id = c.enqueue(kKindNames[kind], stream, true, kMaxInFlight, [&](nccl::Comm raw) {
+      switch (kind) {
+        case kAllReduce: return a.allReduce(sp, rp, count, type, redOp, raw, stream);
+        case kBroadcast: return a.broadcast(sp, rp, count, type, peer, raw, stream);
+        case kAllGather: return a.allGather(sp, rp, count, type, raw, stream);
+        case kReduceScatter: return a.reduceScatter(sp, rp, count, type, redOp, raw, stream);
+        case kSend: return a.send(sp, count, type, peer, raw, stream);
+        case kRecv: return a.recv(rp, count, type, peer, raw, stream);
+        default: {
+          nccl::Result r = a.groupStart();
+          if (r != nccl::kSuccess) return r;
+          const nccl::Result rs = a.send(sp, count, type, peer, raw, stream);
+          const nccl::Result rr = rs == nccl::kSuccess ? a.recv(rp, count, type, peer2, raw, stream) : rs;
+          r = a.groupEnd();  // always closed, also after a failure inside
+          return rr != nccl::kSuccess ? rr : r;
+        }
+      }
+    });
     auto d = Napi::Promise::Deferred::New(env);
     j.state->deferred.emplace(id, d);
     j.state->updateRef(env);
@@ -617,7 +614,7 @@ void allReduceSum(Comm& comm, void* data, size_t count, Dtype dtype, cudaStream_
                   size_t maxInFlight) {
   const nccl::Api& a = nccl::api();
   const nccl::DataType type = ncclType(dtype);
-  comm.enqueue(what, stream, false, maxInFlight, Comm::WhenFull::wait,
+  comm.enqueue(what, stream, false, maxInFlight,
                [&](nccl::Comm raw) { return a.allReduce(data, data, count, type, nccl::kSum, raw, stream); });
 }
 

@@ -454,7 +454,7 @@ void Comm::release() {
 }
 
 uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
-                       WhenFull whenFull, const std::function<nccl::Result(nccl::Comm)>& call) {
+                       const std::function<nccl::Result(nccl::Comm)>& call) {
   // Bounded look-ahead: a thread that queued far ahead of a hung GPU would block inside a launch
   // while holding ncclMutex_, where the watchdog could no longer abort.
   for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
@@ -471,12 +471,6 @@ uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_
             "the communicator is busy with a distributed run (apspDistributed); await it first");
       }
       if (counted_ < maxInFlight) break;
-      // Waiting here would be waiting for a peer (the oldest operation ends when it joins).
-      if (whenFull == WhenFull::refuse)
-        throw CudaFailure("ncclInvalidUsage", what,
-                          std::to_string(maxInFlight) +
-                              " operations are already in flight on this communicator (the most it keeps): "
-                              "await some of them before queuing more; nothing was queued");
     }
     std::this_thread::sleep_for(p);
   }

@@ -76,14 +76,11 @@ class Comm : public std::enable_shared_from_this<Comm> {
 
   // Queues `call` (given the raw communicator; one NCCL call or a group) on `stream` as an operation
   // named `what`, in the calling thread, and returns its id. With `notify` its outcome goes to the
-  // Settle callback. At most `maxInFlight` operations are pending: beyond that, with
-  // WhenFull::wait this waits for the oldest to complete (or the communicator to fail), which only
-  // worker threads may do; with WhenFull::refuse (the JavaScript thread, which must never wait on a
-  // peer) it throws CudaFailure "ncclInvalidUsage" at once, having queued nothing. Throws
-  // CudaFailure when the communicator is not ready, failed, closed or reserved by another thread, or
-  // NCCL refuses the call (the communicator then fails).
-  enum class WhenFull { wait, refuse };
-  uint64_t enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight, WhenFull whenFull,
+  // Settle callback. At most `maxInFlight` operations are pending: beyond that this waits for the
+  // oldest to complete (or the communicator to fail). Throws CudaFailure when the communicator is
+  // not ready, failed, closed or reserved by another thread, or NCCL refuses the call (the
+  // communicator then fails).
+  uint64_t enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
                    const std::function<nccl::Result(nccl::Comm)>& call);
   // Blocks until operation `id` has completed, or throws CudaFailure if the communicator failed.
   void wait(uint64_t id);
