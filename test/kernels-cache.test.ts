@@ -191,6 +191,27 @@ describe('memory and disk', () => {
     expect(r.code.lowered).toEqual({ 'scale<float, 4>': '_Z15scale_float__4_' });
   });
 
+  test('describe() runs once, on the compile; its result comes back from memory and from the disk in a new cache; an entry without it has none', async () => {
+    let calls = 0;
+    const describe = () => {
+      calls++;
+      return [{ name: 'saxpy', externC: true, paramsText: 'int n', template: null }];
+    };
+    const want = [{ name: 'saxpy', externC: true, paramsText: 'int n', template: null }];
+    const { cache } = makeCache();
+    expect(cache.get(request({ describe })).code.info).toEqual(want);
+    expect(cache.get(request({ describe })).code.info).toEqual(want);
+    const disk = makeCache().cache.get(request({ describe }));
+    expect([disk.from, disk.code.info, calls]).toEqual(['disk', want, 1]);
+    const async = await makeCache().cache.getAsync(request({ describe, source: SAXPY + '// async\n' }));
+    expect([async.from, async.code.info, calls]).toEqual(['compiled', want, 2]);
+    expect((await makeCache().cache.getAsync(request({ source: SAXPY + '// async\n' }))).code.info).toEqual(want);
+    // The key does not depend on describe: a request without it reads the same entry.
+    expect(makeCache().cache.get(request()).from).toBe('disk');
+    makeCache().cache.get(request({ source: SAXPY + '// none\n' }));
+    expect(makeCache().cache.get(request({ source: SAXPY + '// none\n' })).code.info).toBeUndefined();
+  });
+
   test('options.cache false: memory only', () => {
     const { cache } = makeCache();
     expect(cache.get(request(), { disk: false }).from).toBe('compiled');

@@ -1,6 +1,7 @@
 // Finding kernels and their parameters in CUDA C++ sources (lib/kernels/signature.ts, ctypes.ts): what a
 // launch checks its arguments against. Pure parsing: runs without a GPU and without NVRTC.
 import { canonicalType, parseParam, parseParamList, UnsupportedParam } from '../lib/kernels/ctypes';
+import { storedDeclarations } from '../lib/kernels/module';
 import {
   findKernels,
   instantiate,
@@ -202,5 +203,28 @@ extern "C" __global__ void declaredFirst(int n) {}
     const t = findKernels('template <typename T> __global__ void k(const T* a, T* Tb, T b) {}')[0];
     // Only whole identifiers are replaced.
     expect(instantiate(t, ['double'])).toBe('const double* a, double* Tb, double b');
+  });
+});
+
+describe('declarations kept with a cache entry (storedDeclarations)', () => {
+  test('what findKernels found comes back through JSON; anything else is not taken', () => {
+    const source = `extern "C" __global__ void a(int n, float* x) {}
+template <typename T, int N = 4> __global__ void b(T* x) {}`;
+    const found = findKernels(source);
+    expect(storedDeclarations(JSON.parse(JSON.stringify(found)))).toEqual(found);
+    expect(storedDeclarations([])).toEqual([]);
+    for (const bad of [
+      undefined,
+      null,
+      'a',
+      {},
+      [null],
+      [{ name: 'a', externC: 'yes', paramsText: '', template: null }],
+      [{ name: 'a', externC: true, paramsText: 1, template: null }],
+      [{ name: 'a', externC: true, paramsText: '', template: [{ kind: 'other', name: 'T' }] }],
+      [{ name: 'a', externC: true, paramsText: '', template: [{ kind: 'type', name: 'T', default: 4 }] }],
+      [{ name: 'a', externC: true, paramsText: '' }],
+    ])
+      expect(storedDeclarations(bad)).toBeNull();
   });
 });

@@ -32,6 +32,12 @@ export interface CompileRequest {
   nameExpressions: readonly string[];
   /** The device's compute capability as a number: 90 for 9.0. */
   deviceArch: number;
+  /**
+   * What the caller derives from the source (the kernels it declares), computed on a compile and
+   * kept with the entry as {@link CompiledCode.info}, so that a hit in a new process need not derive
+   * it again. JSON data; it must depend on nothing outside the key.
+   */
+  describe?: () => unknown;
 }
 
 /** A compilation as the compiler receives it: the request with the toolkit's folders added. */
@@ -53,6 +59,8 @@ export interface CompiledCode {
   log: string;
   /** Why the code is not a cubin for the device's own architecture; empty when it is. */
   note: string;
+  /** The request's `describe()` at compile time (undefined without one, or from an older entry). */
+  info?: unknown;
 }
 
 /** Where the compiler is, as far as the key is concerned. */
@@ -128,7 +136,16 @@ export function defaultCacheMaxBytes(env: NodeJS.ProcessEnv = process.env): numb
 /** Serialises an entry: magic, lengths, metadata (JSON), code, then a SHA-256 of all of it. */
 export function encodeEntry(key: string, c: CompiledCode): Buffer {
   const meta = Buffer.from(
-    JSON.stringify({ format: FORMAT, key, cubin: c.cubin, arch: c.arch, lowered: c.lowered, log: c.log, note: c.note }),
+    JSON.stringify({
+      format: FORMAT,
+      key,
+      cubin: c.cubin,
+      arch: c.arch,
+      lowered: c.lowered,
+      log: c.log,
+      note: c.note,
+      info: c.info ?? null,
+    }),
     'utf8',
   );
   const head = Buffer.alloc(HEAD);
@@ -174,6 +191,7 @@ export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null 
     lowered: meta.lowered as Record<string, string>,
     log: meta.log,
     note: meta.note,
+    ...(meta.info === null || meta.info === undefined ? {} : { info: meta.info }),
   };
 }
 
@@ -281,6 +299,7 @@ export class KernelCache {
     }
     this.stats.compiles++;
     const code = this.#compiler.compile(job);
+    if (request.describe) code.info = request.describe();
     if (key !== null) this.#store(key, code, disk);
     return { code, from: 'compiled', key };
   }
@@ -322,7 +341,10 @@ export class KernelCache {
       if (pending) return { code: await pending, from: 'memory', key };
     }
     this.stats.compiles++;
-    const promise = this.#compiler.compileAsync(job);
+    const promise = this.#compiler.compileAsync(job).then((code) => {
+      if (request.describe) code.info = request.describe();
+      return code;
+    });
     if (k === null) return { code: await promise, from: 'compiled', key };
     this.#pending.set(k, promise);
     try {

@@ -150,7 +150,8 @@ export class Module {
     this.#source = source;
     this.#options = options;
     this.name = options.name;
-    this.#declarations = findKernels(source);
+    // A hit brings the declarations found when the source was compiled (the key covers the source).
+    this.#declarations = storedDeclarations(first.compiled.info) ?? findKernels(source);
     this.#binaries.set(arch, first);
   }
 
@@ -235,8 +236,37 @@ export class Module {
   }
 }
 
+/**
+ * @internal The kernel declarations kept with a cache entry (CompileRequest.describe), or null when
+ * `info` is not a list of them (an entry written before they were kept).
+ */
+export function storedDeclarations(info: unknown): KernelDeclaration[] | null {
+  if (!Array.isArray(info)) return null;
+  const isTemplateParam = (t: unknown): boolean => {
+    if (typeof t !== 'object' || t === null) return false;
+    const p = t as Record<string, unknown>;
+    return (
+      (p.kind === 'type' || p.kind === 'value') &&
+      typeof p.name === 'string' &&
+      (p.default === undefined || typeof p.default === 'string')
+    );
+  };
+  const ok = info.every((d: unknown) => {
+    if (typeof d !== 'object' || d === null) return false;
+    const k = d as Record<string, unknown>;
+    return (
+      typeof k.name === 'string' &&
+      typeof k.externC === 'boolean' &&
+      typeof k.paramsText === 'string' &&
+      (k.template === null || (Array.isArray(k.template) && k.template.every(isTemplateParam)))
+    );
+  });
+  return ok ? (info as KernelDeclaration[]) : null;
+}
+
 function requestOf(source: string, o: ResolvedOptions, arch: number): CompileRequest {
   return {
+    describe: () => findKernels(source),
     source,
     name: o.name,
     options: nvrtcOptions(o, []),
