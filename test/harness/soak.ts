@@ -125,26 +125,43 @@ async function workerUploadRace(count: (k: string) => void): Promise<string> {
   const src = new Int32Array(n);
   for (let i = 0; i < n; i++) src[i] = Math.imul(i + 7, 2654435761) ^ n;
   const a = ck.empty('int32', n);
+  let mine: Promise<unknown> | null = null;
   try {
+    // Half the time the main thread's upload is queued first: the defect of issue 32 (a cancelled job
+    // releasing the waits of an earlier live one) hit the earlier upload, not a later one.
+    const first = random() < 0.5;
+    if (first) mine = a.copyFromAsync(src);
     const w = new Worker(`require(${JSON.stringify(register)}); require(${JSON.stringify(script)});`, {
       eval: true,
       workerData: { sizes, seed: n },
     });
+    let done = false;
     const started = new Promise<void>((resolve, reject) => {
-      w.on('message', (m) => m === 'started' && resolve());
+      w.on('message', (m) => {
+        if (m === 'done') done = true;
+        if (m === 'started') resolve();
+      });
       w.on('error', reject);
       w.on('exit', () => resolve());
     });
     await started;
-    const mine = a.copyFromAsync(src);
+    mine ??= a.copyFromAsync(src);
     await new Promise((r) => setTimeout(r, Math.floor(random() * 40)));
+    // Counted as cut only when the worker had not reported its uploads done.
+    const cut = !done;
     await w.terminate();
-    count('worker terminated mid-upload');
+    count(
+      cut
+        ? `worker terminated mid-upload (main upload ${first ? 'before' : 'after'} it)`
+        : 'worker terminated after its uploads',
+    );
     await mine;
     const back = a.toHostSync() as Int32Array;
     const at = ck.cpu.firstMismatch(back, src);
     return at === -1 ? '' : `main-thread upload of int32[${n}] beside a terminated worker: element ${at} differs`;
   } finally {
+    // Settled before the array goes, also when the worker failed to start.
+    await mine?.catch(() => undefined);
     a.free();
   }
 }
@@ -283,11 +300,12 @@ async function main(): Promise<number> {
       `failures ${failures.length}; unhandled rejections ${unhandled}`,
   );
   for (const f of failures) log(`failure: ${f}`);
-  // A leak is less free memory at the end. More at the end is not one: the 10-minute H100 runs of
-  // 2026-11-26 (c583d58 and 22fb35f, both trimmed) ended with exactly one 2 MiB granule more free
-  // than they started with, a cache of the warm-up's that the start measurement still counted.
-  if (delta < -MiB) log(`more free memory at the end than at the start (${(-delta / MiB).toFixed(3)} MiB): not a leak`);
-  const ok = delta <= MiB && failures.length === 0 && unhandled === 0;
+  // A leak is less free memory at the end. The 10-minute H100 runs of 2026-11-26 (c583d58 untrimmed,
+  // 22fb35f trimmed) both ended with exactly one 2 MiB granule more free than at the start, with no
+  // failure; what held it at the start was not found. That one granule is allowed; a larger surplus
+  // fails too, since it could hide a leak of the same size.
+  if (delta < 0) log(`more free memory at the end than at the start: ${(-delta / MiB).toFixed(3)} MiB`);
+  const ok = delta <= MiB && delta >= -2 * MiB && failures.length === 0 && unhandled === 0;
   log(ok ? 'soak passed' : 'soak FAILED');
   return ok ? 0 : 1;
 }
