@@ -12,6 +12,8 @@ import {
   type NoEnergy,
   type PairEnergy,
   pairEnergy,
+  pairSustainedRatio,
+  sustainedRatio,
 } from '../lib/bench/energy';
 
 /** The energy of a pair that must have been measured. */
@@ -124,6 +126,30 @@ describe('pairEnergy', () => {
       missing:
         'the counter did not advance in a phase of B (10 runs, 10.0 ms): phases shorter than its update period read 0 J',
     });
+  });
+});
+
+describe('sustainedRatio', () => {
+  const e = (runs: number[], phaseMs: number[]) => ({ joules: { median: 1, min: 1, max: 1 }, runs, phaseMs });
+  test("b's mean time per run over a's, over both phases; undefined without runs or time", () => {
+    // a: 200 runs in 2000 ms (10 ms each); b: 180 runs in 1980 ms (11 ms each).
+    expect(sustainedRatio(e([100, 100], [1000, 1000]), e([90, 90], [990, 990]))).toBeCloseTo(1.1, 12);
+    // Phases of different lengths weigh by their runs, not as a mean of per-phase ratios.
+    expect(sustainedRatio(e([1, 3], [10, 30]), e([2, 2], [40, 40]))).toBeCloseTo(2, 12);
+    expect(sustainedRatio(e([0, 0], [5, 5]), e([1, 1], [5, 5]))).toBeUndefined();
+    expect(sustainedRatio(e([1, 1], [5, 5]), e([1, 1], [0, 0]))).toBeUndefined();
+    // Different work per run (a kernel against a copy of fewer bytes): rates are compared.
+    expect(sustainedRatio(e([100, 100], [1000, 1000]), e([100, 100], [500, 500]), 4, 1)).toBeCloseTo(2, 12);
+  });
+
+  test('for a pair row: work from rate × timed ms of each side; other units or no energy give none', () => {
+    const a = e([100, 100], [1000, 1000]);
+    const b = e([100, 100], [500, 500]);
+    // a does 2 GB in 10 ms per timed run, b 0.5 GB in 5 ms: a's 2 GB per 10 ms back to back against b's 0.5 per 5.
+    const row = { rate: 200, ms: 10, unit: 'GB/s', energy: a, versus: { rate: 100, ms: 5, unit: 'GB/s', energy: b } };
+    expect(pairSustainedRatio(row)).toBeCloseTo(2, 12);
+    expect(pairSustainedRatio({ ...row, versus: { ...row.versus, unit: 'GFLOP/s' } })).toBeUndefined();
+    expect(pairSustainedRatio({ ...row, energy: undefined })).toBeUndefined();
   });
 });
 

@@ -497,14 +497,15 @@ describe('report', () => {
       energy: energy(8),
       energyRatio: 0.8,
     };
-    measured.versus = { ...measured.versus!, energy: energy(10) };
+    // b ran 10% longer per run back to back than a: the sustained rate ratio is 1.10×.
+    measured.versus = { ...measured.versus!, energy: { ...energy(10), phaseMs: [2.2e3, 2.2e3] } };
     const lines = pairsMarkdown([...withPair, measured]).split('\n');
     expect(lines[0]).toBe(
       '| pair | size | rate ratio (min–max) | rounds | ms | clocks and power | energy per run (NVML) |',
     );
     expect(lines).toContain(
       '| fast-int32 / cub-int32 | 2097152 | 1.10× (1.05–1.15) | 20 | 1.00 / 1.00 | clocks not sampled / clocks not sampled | ' +
-        '8.00 mJ/run (8.00 mJ–8.00 mJ) / 10.00 mJ/run (10.00 mJ–10.00 mJ); ratio 0.800 |',
+        '8.00 mJ/run (8.00 mJ–8.00 mJ) / 10.00 mJ/run (10.00 mJ–10.00 mJ); ratio 0.800; rate ratio back to back 1.10× |',
     );
     expect(lines.find((l) => l.includes('| 1048576 |'))).toMatch(/\| not measured \|$/);
     // A row of a file written before a counter that stood still gave no energy: 0 J and the ratio

@@ -143,6 +143,25 @@ export function pairEnergy(
   return { a: ea, b: eb, ratio: ea.joules.median / eb.joules.median };
 }
 
+/**
+ * The rate ratio of a over b in their energy phases, each method run back to back for the whole phase
+ * (both orders, A B B A): work per run over mean time per run, a's over b's. `workA`/`workB` are each
+ * method's work per run in one unit (rate × time of the timed median); equal work (the same problem)
+ * leaves b's time per run over a's. Under a power cap this is what a long job of one kind sees, where
+ * the rounds' ratio has each run follow the other method. Undefined without runs or work.
+ */
+export function sustainedRatio(a: EnergyPerRun, b: EnergyPerRun, workA = 1, workB = 1): number | undefined {
+  const perRun = (e: EnergyPerRun) => {
+    const runs = e.runs.reduce((s, n) => s + n, 0);
+    const ms = e.phaseMs.reduce((s, n) => s + n, 0);
+    return runs > 0 && ms > 0 ? ms / runs : undefined;
+  };
+  const pa = perRun(a);
+  const pb = perRun(b);
+  if (pa === undefined || pb === undefined || !(workA > 0) || !(workB > 0)) return undefined;
+  return workA / pa / (workB / pb);
+}
+
 /** `12.3 mJ/run (12.1–12.5), 81.2 GFLOP/J`. */
 export function describeEnergy(e: EnergyPerRun): string {
   const j = (v: number) => (v >= 1 ? `${v.toFixed(3)} J` : `${(v * 1e3).toFixed(2)} mJ`);
@@ -150,4 +169,21 @@ export function describeEnergy(e: EnergyPerRun): string {
     `${j(e.joules.median)}/run (${j(e.joules.min)}–${j(e.joules.max)})` +
     (e.workPerJoule !== undefined ? `, ${e.workPerJoule.toFixed(1)} ${e.unit}` : '')
   );
+}
+
+/**
+ * {@link sustainedRatio} for a pair row: each side's work per run from its rate and timed median (so
+ * a kernel against a copy of other bytes compares rates, as the rounds do). Undefined without both
+ * energies, or when the two rates are in different units.
+ */
+export function pairSustainedRatio(r: {
+  rate: number;
+  ms: number;
+  unit: string;
+  energy?: EnergyPerRun;
+  versus?: { rate: number; ms: number; unit: string; energy?: EnergyPerRun };
+}): number | undefined {
+  const v = r.versus;
+  if (!r.energy || !v?.energy || r.unit !== v.unit) return undefined;
+  return sustainedRatio(r.energy, v.energy, r.rate * r.ms, v.rate * v.ms);
 }

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { writeChart } from './chart';
-import { describeEnergy } from './energy';
+import { describeEnergy, pairSustainedRatio } from './energy';
 import { describeGpuDuring, describeGpuState } from './gpu-state';
 import { parseResultsFile, type BenchFile, type BenchRow } from './results';
 import { copyReference, fmt, fmtSpread, rateRows, sortSizes, splitMethod, type FamilyMeta } from './summary';
@@ -133,9 +133,14 @@ export function pairsMarkdown(rows: readonly BenchRow[]): string {
   // number is a file's null: 0 J over 0 J from a counter that stood still, written before such a
   // phase gave no energy.
   const withEnergy = sorted.some((r) => r.energy && r.versus?.energy);
+  const sustained = (r: BenchRow) => {
+    const x = pairSustainedRatio(r);
+    return x === undefined ? '' : `; rate ratio back to back ${x.toFixed(2)}×`;
+  };
   const energy = (r: BenchRow) =>
     r.energy && r.versus?.energy && typeof r.energyRatio === 'number' && Number.isFinite(r.energyRatio)
-      ? `${describeEnergy(r.energy)} / ${describeEnergy(r.versus.energy)}; ratio ${r.energyRatio.toFixed(3)}`
+      ? `${describeEnergy(r.energy)} / ${describeEnergy(r.versus.energy)}; ratio ${r.energyRatio.toFixed(3)}` +
+        sustained(r)
       : 'not measured';
   return mdTable(
     [

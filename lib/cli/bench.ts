@@ -9,7 +9,7 @@ import { makeTable } from './table';
 import { deviceCount, deviceProperties, runtimeInfo } from '../device';
 import { writeChart } from '../bench/chart';
 import { type BenchContext, type BenchFamily, type BenchRow, deviceSummary, families, gpuSlug } from '../bench/index';
-import { nvmlMeter } from '../bench/energy';
+import { nvmlMeter, pairSustainedRatio } from '../bench/energy';
 import { native } from '../native';
 import { GpuSampler } from '../bench/gpu-state';
 import { planJobs, withPairs } from '../bench/options';
@@ -47,6 +47,12 @@ function currentCommit(): string {
   }
 }
 
+/** The back-to-back rate ratio of a pair's energy phases (see sustainedRatio), or a dash. */
+function fmtSustained(r: BenchRow): string {
+  const s = pairSustainedRatio(r);
+  return s === undefined ? '—' : `${s.toFixed(2)}×`;
+}
+
 /** Pair rows: each method against the other, the ratio of their rates over the rounds, and the clocks. */
 export function pairTable(rows: readonly BenchRow[]): string {
   const withEnergy = rows.some((r) => r.energyRatio !== undefined);
@@ -61,7 +67,7 @@ export function pairTable(rows: readonly BenchRow[]): string {
     'SM MHz',
     'W',
     'check',
-    ...(withEnergy ? ['J/run', 'energy ratio'] : []),
+    ...(withEnergy ? ['J/run', 'energy ratio', 'sustained ratio'] : []),
   ]);
   const both = (a: number | undefined, b: number | undefined) =>
     a === undefined && b === undefined
@@ -87,6 +93,7 @@ export function pairTable(rows: readonly BenchRow[]): string {
               ? `${r.energy.joules.median.toPrecision(3)} / ${r.versus.energy.joules.median.toPrecision(3)}`
               : '—',
             r.energyRatio === undefined ? '—' : r.energyRatio.toFixed(3),
+            fmtSustained(r),
           ]
         : []),
     ]);
