@@ -338,7 +338,7 @@ describe('entries', () => {
 });
 
 describe('size bound and clearing', () => {
-  test('the least recently used entries go first once the folder passes its bound', () => {
+  test('the least recently used entries go first once the folder passes its bound', async () => {
     const size = encodeEntry('0'.repeat(64), {
       code: fakeCode({ ...request(), source: SAXPY + '//0' }),
       cubin: true,
@@ -359,9 +359,15 @@ describe('size bound and clearing', () => {
     const fourth = cache.get(request({ source: SAXPY + '//3' })).key!;
     expect(entries().sort()).toEqual([keys[1], keys[2], fourth].map((k) => `${k}.ckbin`).sort());
     expect(cache.stats.evicted).toBe(1);
-    // A hit on an old entry refreshes it, so it outlives a newer one that is not used.
+    // A hit on an old entry refreshes it (off the JS thread: once its callback ran), so it outlives a
+    // newer one that is not used.
     const reader = makeCache({}, { maxBytes: 3 * size }).cache;
+    const refreshed = path.join(dir, `${keys[1]}.ckbin`);
+    const before = fs.statSync(refreshed).mtimeMs;
     expect(reader.get(request({ source: SAXPY + '//1' })).from).toBe('disk');
+    for (let i = 0; i < 200 && fs.statSync(refreshed).mtimeMs === before; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(fs.statSync(refreshed).mtimeMs).toBeGreaterThan(before);
     reader.get(request({ source: SAXPY + '//4' }));
     expect(entries()).toContain(`${keys[1]}.ckbin`);
     expect(entries()).not.toContain(`${keys[2]}.ckbin`);

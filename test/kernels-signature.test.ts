@@ -1,7 +1,7 @@
 // Finding kernels and their parameters in CUDA C++ sources (lib/kernels/signature.ts, ctypes.ts): what a
 // launch checks its arguments against. Pure parsing: runs without a GPU and without NVRTC.
 import { canonicalType, parseParam, parseParamList, UnsupportedParam } from '../lib/kernels/ctypes';
-import { storedDeclarations } from '../lib/kernels/module';
+import { describeKernels, storedKernels } from '../lib/kernels/module';
 import {
   findKernels,
   instantiate,
@@ -206,25 +206,48 @@ extern "C" __global__ void declaredFirst(int n) {}
   });
 });
 
-describe('declarations kept with a cache entry (storedDeclarations)', () => {
-  test('what findKernels found comes back through JSON; anything else is not taken', () => {
-    const source = `extern "C" __global__ void a(int n, float* x) {}
-template <typename T, int N = 4> __global__ void b(T* x) {}`;
-    const found = findKernels(source);
-    expect(storedDeclarations(JSON.parse(JSON.stringify(found)))).toEqual(found);
-    expect(storedDeclarations([])).toEqual([]);
+describe('what a cache entry keeps of its source (describeKernels, storedKernels)', () => {
+  const source = `extern "C" __global__ void a(int n, const float* x, double* y, unsigned long long m) {}
+extern "C" __global__ void s(MyStruct v) {}
+template <typename T, int N = 4> __global__ void b(T* x) {}
+__global__ void c(int n) {}`;
+
+  test('the kernels and the parsed parameters of each plain extern "C" one come back through JSON', () => {
+    const kept = describeKernels(source);
+    expect(kept.kernels).toEqual(findKernels(source));
+    // a parses; s has a parameter JavaScript cannot pass (kernel() parses it again and says why);
+    // templates and C++ names are left to kernel().
+    expect(Object.keys(kept.params)).toEqual(['a']);
+    const parsed = kernelSignature('a', findKernels(source), {});
+    expect(parsed.ok && kept.params.a).toEqual(parsed.ok && parsed.params);
+    expect(storedKernels(JSON.parse(JSON.stringify(kept)))).toEqual(kept);
+  });
+
+  test('anything else is not taken: the source is parsed again', () => {
+    const kept = JSON.parse(JSON.stringify(describeKernels(source))) as Record<string, unknown>;
+    const a = (kept.params as Record<string, { name: string; type: Record<string, unknown> }[]>).a;
+    const withParam = (type: Record<string, unknown>) => ({ ...kept, params: { a: [{ ...a[0], type }] } });
     for (const bad of [
       undefined,
       null,
       'a',
-      {},
-      [null],
-      [{ name: 'a', externC: 'yes', paramsText: '', template: null }],
-      [{ name: 'a', externC: true, paramsText: 1, template: null }],
-      [{ name: 'a', externC: true, paramsText: '', template: [{ kind: 'other', name: 'T' }] }],
-      [{ name: 'a', externC: true, paramsText: '', template: [{ kind: 'type', name: 'T', default: 4 }] }],
-      [{ name: 'a', externC: true, paramsText: '' }],
+      [],
+      findKernels(source),
+      { kernels: findKernels(source) },
+      { kernels: findKernels(source), params: [] },
+      { kernels: [{ name: 'a', externC: 'yes', paramsText: '', template: null }], params: {} },
+      { kernels: [{ name: 'a', externC: true, paramsText: 1, template: null }], params: {} },
+      { kernels: [{ name: 'a', externC: true, paramsText: '', template: [{ kind: 'other', name: 'T' }] }], params: {} },
+      { kernels: [{ name: 'a', externC: true, paramsText: '' }], params: {} },
+      { ...kept, params: { a: 'int n' } },
+      { ...kept, params: { a: [{ name: 1, type: a[0].type }] } },
+      withParam({ kind: 'scalar', scalar: 'int33', size: 4, text: 'int' }),
+      withParam({ kind: 'scalar', scalar: 'int32', size: 8, text: 'int' }),
+      withParam({ kind: 'scalar', scalar: 'toString', size: 4, text: 'int' }),
+      withParam({ kind: 'pointer', size: 4, dtype: null, readOnly: true, text: 'void*' }),
+      withParam({ kind: 'pointer', size: 8, dtype: 7, readOnly: true, text: 'void*' }),
+      withParam({ kind: 'reference', size: 8, text: 'int&' }),
     ])
-      expect(storedDeclarations(bad)).toBeNull();
+      expect(storedKernels(bad)).toBeNull();
   });
 });

@@ -399,15 +399,13 @@ export class KernelCache {
     }
     this.stats.diskHits++;
     this.#memo.set(key, code);
-    try {
-      const st = fs.statSync(file);
-      if (Date.now() - st.mtimeMs > TOUCH_AFTER_MS) {
-        const now = new Date();
-        fs.utimesSync(file, now, now);
-      }
-    } catch {
-      // Best effort: only the eviction order depends on it.
-    }
+    // The entry's time, refreshed off the JS thread: only the eviction order depends on it, and a
+    // hit should cost a read and a hash, not two more file-system calls. Best effort.
+    fs.stat(file, (err, st) => {
+      if (err || Date.now() - st.mtimeMs <= TOUCH_AFTER_MS) return;
+      const now = new Date();
+      fs.utimes(file, now, now, () => undefined);
+    });
     return code;
   }
 

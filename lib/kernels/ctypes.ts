@@ -48,6 +48,28 @@ const SCALAR_SIZES: Record<ScalarKind, 1 | 2 | 4 | 8> = {
   float64: 8,
 };
 
+/**
+ * @internal Whether `t` is a ParamType as this module makes them (for parameter lists read back from
+ * the kernel cache, see lib/kernels/module.ts).
+ */
+export function isParamType(t: unknown): t is ParamType {
+  if (typeof t !== 'object' || t === null) return false;
+  const p = t as Record<string, unknown>;
+  if (typeof p.text !== 'string') return false;
+  if (p.kind === 'scalar')
+    return (
+      typeof p.scalar === 'string' &&
+      Object.hasOwn(SCALAR_SIZES, p.scalar) &&
+      p.size === SCALAR_SIZES[p.scalar as ScalarKind]
+    );
+  return (
+    p.kind === 'pointer' &&
+    p.size === 8 &&
+    (p.dtype === null || typeof p.dtype === 'string') &&
+    typeof p.readOnly === 'boolean'
+  );
+}
+
 /** Names a type can go by (after qualifiers are dropped and spelling is normalised) → its scalar kind. */
 const SCALARS: Record<string, ScalarKind> = {
   bool: 'bool',

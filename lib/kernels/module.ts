@@ -18,7 +18,7 @@ import {
   KernelCache,
   type KernelCacheInfo,
 } from './cache';
-import type { ParamType } from './ctypes';
+import { isParamType, type ParamType, type ParsedParam } from './ctypes';
 import {
   argWriter,
   type ArgWriter,
@@ -29,7 +29,13 @@ import {
 } from './launch';
 import { NvrtcCompiler } from './nvrtc';
 import { type CompileOptions, nvrtcOptions, resolveCompileOptions, type ResolvedOptions } from './options';
-import { findKernels, type KernelDeclaration, kernelSignature, normalizeExpression } from './signature';
+import {
+  findKernels,
+  type KernelDeclaration,
+  kernelSignature,
+  normalizeExpression,
+  type SignatureLookup,
+} from './signature';
 
 function packageVersion(): string {
   try {
@@ -142,6 +148,8 @@ export class Module {
   readonly #source: string;
   readonly #options: ResolvedOptions;
   readonly #declarations: KernelDeclaration[];
+  /** Parameter lists of extern "C" kernels kept with the cache entry, by name (empty when parsed here). */
+  readonly #params: Readonly<Record<string, ParsedParam[]>>;
   readonly #binaries = new Map<number, Binary>();
   readonly #kernels = new Map<string, Kernel>();
 
@@ -150,8 +158,10 @@ export class Module {
     this.#source = source;
     this.#options = options;
     this.name = options.name;
-    // A hit brings the declarations found when the source was compiled (the key covers the source).
-    this.#declarations = storedDeclarations(first.compiled.info) ?? findKernels(source);
+    // A hit brings what was found in the source when it was compiled (the key covers the source).
+    const stored = storedKernels(first.compiled.info);
+    this.#declarations = stored?.kernels ?? findKernels(source);
+    this.#params = stored?.params ?? {};
     this.#binaries.set(arch, first);
   }
 
@@ -199,7 +209,16 @@ export class Module {
     if (known) return known;
     const signatures =
       signature === undefined ? this.#options.signatures : { ...this.#options.signatures, [name]: signature };
-    const sig = kernelSignature(name, this.#declarations, signatures);
+    // An extern "C" kernel whose parameters the cache entry kept, with no signature given for it.
+    const kept =
+      Object.hasOwn(this.#params, name) &&
+      !Object.keys(signatures).some((k) => normalizeExpression(k) === normalizeExpression(name))
+        ? this.#params[name]
+        : undefined;
+    const sig: SignatureLookup =
+      kept !== undefined
+        ? { ok: true, params: kept, source: 'declaration' }
+        : kernelSignature(name, this.#declarations, signatures);
     if (!sig.ok) {
       const message = `${this.name}: kernel ${name}: ${sig.reason}`;
       throw sig.kind === 'unsupported' ? new TypeError(message) : new RangeError(message);
@@ -236,12 +255,34 @@ export class Module {
   }
 }
 
+/** What a cache entry keeps of its source (CompileRequest.describe): its kernels and parameter lists. */
+export interface StoredKernels {
+  /** findKernels of the source. */
+  kernels: KernelDeclaration[];
+  /** The parameters of each extern "C" kernel that is not a template, parsed from its declaration. */
+  params: Record<string, ParsedParam[]>;
+}
+
+/** @internal What an entry keeps of `source`: its kernels and their parsed parameter lists. */
+export function describeKernels(source: string): StoredKernels {
+  const kernels = findKernels(source);
+  const params: Record<string, ParsedParam[]> = {};
+  for (const d of kernels) {
+    if (!d.externC || d.template !== null || Object.hasOwn(params, d.name)) continue;
+    const sig = kernelSignature(d.name, kernels, {});
+    if (sig.ok) params[d.name] = sig.params;
+  }
+  return { kernels, params };
+}
+
 /**
- * @internal The kernel declarations kept with a cache entry (CompileRequest.describe), or null when
- * `info` is not a list of them (an entry written before they were kept).
+ * @internal What a cache entry kept of its source (describeKernels), or null when `info` is not that
+ * (an entry written without it is parsed again).
  */
-export function storedDeclarations(info: unknown): KernelDeclaration[] | null {
-  if (!Array.isArray(info)) return null;
+export function storedKernels(info: unknown): StoredKernels | null {
+  if (typeof info !== 'object' || info === null) return null;
+  const { kernels, params } = info as Record<string, unknown>;
+  if (!Array.isArray(kernels) || typeof params !== 'object' || params === null || Array.isArray(params)) return null;
   const isTemplateParam = (t: unknown): boolean => {
     if (typeof t !== 'object' || t === null) return false;
     const p = t as Record<string, unknown>;
@@ -251,7 +292,7 @@ export function storedDeclarations(info: unknown): KernelDeclaration[] | null {
       (p.default === undefined || typeof p.default === 'string')
     );
   };
-  const ok = info.every((d: unknown) => {
+  const declarationsOk = kernels.every((d: unknown) => {
     if (typeof d !== 'object' || d === null) return false;
     const k = d as Record<string, unknown>;
     return (
@@ -261,12 +302,23 @@ export function storedDeclarations(info: unknown): KernelDeclaration[] | null {
       (k.template === null || (Array.isArray(k.template) && k.template.every(isTemplateParam)))
     );
   });
-  return ok ? (info as KernelDeclaration[]) : null;
+  const paramsOk = Object.values(params).every(
+    (list: unknown) =>
+      Array.isArray(list) &&
+      list.every(
+        (p: unknown) =>
+          typeof p === 'object' &&
+          p !== null &&
+          typeof (p as ParsedParam).name === 'string' &&
+          isParamType((p as ParsedParam).type),
+      ),
+  );
+  return declarationsOk && paramsOk ? (info as StoredKernels) : null;
 }
 
 function requestOf(source: string, o: ResolvedOptions, arch: number): CompileRequest {
   return {
-    describe: () => findKernels(source),
+    describe: () => describeKernels(source),
     source,
     name: o.name,
     options: nvrtcOptions(o, []),
