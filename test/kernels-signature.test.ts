@@ -247,6 +247,9 @@ __global__ void c(int n) {}`;
       withParam({ kind: 'pointer', size: 4, dtype: null, readOnly: true, text: 'void*' }),
       withParam({ kind: 'pointer', size: 8, dtype: 7, readOnly: true, text: 'void*' }),
       withParam({ kind: 'reference', size: 8, text: 'int&' }),
+      // Made by another version of the parsers.
+      { ...kept, version: 0 },
+      { ...kept, version: undefined },
     ])
       expect(storedKernels(bad)).toBeNull();
   });

@@ -228,6 +228,8 @@ export class KernelCache {
   readonly #version: string;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
+  /** When this process last hit each entry (file → ms): the size bound's order before the async touch lands. */
+  readonly #touched = new Map<string, number>();
 
   constructor(options: KernelCacheOptions) {
     this.#compiler = options.compiler;
@@ -399,6 +401,7 @@ export class KernelCache {
     }
     this.stats.diskHits++;
     this.#memo.set(key, code);
+    this.#touched.set(file, Date.now());
     // The entry's time, refreshed off the JS thread: only the eviction order depends on it, and a
     // hit should cost a read and a hash, not two more file-system calls. Best effort.
     fs.stat(file, (err, st) => {
@@ -457,7 +460,8 @@ export class KernelCache {
         if (now - st.mtimeMs > STALE_TMP_MS) this.#remove(file);
         continue;
       }
-      if (n.endsWith(SUFFIX) && st.isFile()) out.push({ file, bytes: st.size, mtimeMs: st.mtimeMs });
+      if (n.endsWith(SUFFIX) && st.isFile())
+        out.push({ file, bytes: st.size, mtimeMs: Math.max(st.mtimeMs, this.#touched.get(file) ?? 0) });
     }
     return out.sort((a, b) => a.mtimeMs - b.mtimeMs);
   }
@@ -485,6 +489,7 @@ export class KernelCache {
   /** Empties the memo and removes every entry (and temporary file) from the folder; returns how many entries. */
   clear(): number {
     this.#memo.clear();
+    this.#touched.clear();
     let removed = 0;
     let names: string[];
     try {

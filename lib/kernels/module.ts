@@ -255,8 +255,17 @@ export class Module {
   }
 }
 
+/**
+ * Bumped whenever what the parsers (signature.ts, ctypes.ts) make of a source changes: entries keep
+ * their results, and the cache key covers this package only through its version, which a checkout
+ * under development does not change.
+ */
+const STORED_KERNELS_VERSION = 1;
+
 /** What a cache entry keeps of its source (CompileRequest.describe): its kernels and parameter lists. */
 export interface StoredKernels {
+  /** STORED_KERNELS_VERSION when it was made. */
+  version: number;
   /** findKernels of the source. */
   kernels: KernelDeclaration[];
   /** The parameters of each extern "C" kernel that is not a template, parsed from its declaration. */
@@ -272,7 +281,7 @@ export function describeKernels(source: string): StoredKernels {
     const sig = kernelSignature(d.name, kernels, {});
     if (sig.ok) params[d.name] = sig.params;
   }
-  return { kernels, params };
+  return { version: STORED_KERNELS_VERSION, kernels, params };
 }
 
 /**
@@ -281,8 +290,15 @@ export function describeKernels(source: string): StoredKernels {
  */
 export function storedKernels(info: unknown): StoredKernels | null {
   if (typeof info !== 'object' || info === null) return null;
-  const { kernels, params } = info as Record<string, unknown>;
-  if (!Array.isArray(kernels) || typeof params !== 'object' || params === null || Array.isArray(params)) return null;
+  const { version, kernels, params } = info as Record<string, unknown>;
+  if (
+    version !== STORED_KERNELS_VERSION ||
+    !Array.isArray(kernels) ||
+    typeof params !== 'object' ||
+    params === null ||
+    Array.isArray(params)
+  )
+    return null;
   const isTemplateParam = (t: unknown): boolean => {
     if (typeof t !== 'object' || t === null) return false;
     const p = t as Record<string, unknown>;
