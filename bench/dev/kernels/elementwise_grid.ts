@@ -4,7 +4,8 @@
 // median of 30. Prints one line per launch shape.
 //
 //   node -r ./test/harness/ts-register.js bench/dev/kernels/elementwise_grid.ts [log2 n = 28]
-import { copyDevice, empty, EventTimer } from '../../../lib';
+import { copyDevice, empty } from '../../../lib';
+import { median, timeGpu } from '../../../lib/bench/harness';
 import { elementwiseSource } from '../../../lib/kernels/elementwise';
 import { compile, deviceLimits } from '../../../lib/kernels/module';
 
@@ -12,18 +13,7 @@ const n = 2 ** Number(process.argv[2] ?? 28);
 const device = 0;
 const sms = deviceLimits(device).smCount;
 
-function medianMs(fn: () => void): number {
-  for (let i = 0; i < 3; i++) fn();
-  using t = new EventTimer(device);
-  const s: number[] = [];
-  for (let i = 0; i < 30; i++) {
-    t.start();
-    fn();
-    t.stop();
-    s.push(t.elapsedMs());
-  }
-  return s.sort((a, b) => a - b)[s.length >> 1];
-}
+const medianMs = (fn: () => void) => median(timeGpu(fn, { device, reps: 30, warmup: 3 }));
 
 using x = empty('float32', n, { device }).fillRandom(1);
 using y = empty('float32', n, { device }).fillRandom(2);

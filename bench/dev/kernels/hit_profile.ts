@@ -6,17 +6,13 @@
 //   node -r ./test/harness/ts-register.js bench/dev/kernels/hit_profile.ts populate SALT   # compiles both sources
 //   node -r ./test/harness/ts-register.js bench/dev/kernels/hit_profile.ts hit SALT        # a fresh process: the hits
 import { empty, upload } from '../../../lib/array';
+import { saxpySource } from '../../../lib/bench/kernels';
 import { synchronize } from '../../../lib/device';
 import { compile } from '../../../lib/kernels/module';
 import { native } from '../../../lib/native';
 
 const [mode, salt] = process.argv.slice(2);
-const source = (which: string) => `// ${salt} ${which}
-extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i] + y[i];
-}
-`;
+const source = (which: string) => saxpySource(`${salt} ${which}`);
 
 const nativeUs = new Map<string, number>();
 let counting = false;
