@@ -108,18 +108,22 @@ withHook(
 );
 
 describeGpu('every transfer path at the edge sizes of the host-side split', () => {
-  const expectClean = (r: TransferCheck) => {
+  const expectClean = (r: TransferCheck, minSizes = 6) => {
     expect(r.failures).toEqual([]);
-    expect(r.sizes).toBeGreaterThan(6);
-    expect(r.checked).toBeGreaterThan(40);
+    expect(r.sizes).toBeGreaterThan(minSizes);
+    expect(r.checked).toBeGreaterThan(7 * minSizes);
   };
 
+  // Natively this takes ~115 s on an H100 host (about 60 transfers of 40–100 MB each way), too close to
+  // jest's 120 s; under a compute-sanitizer (slower launches, a soak beside it) it covers one spread
+  // size per dtype and the two sizes the defect was found at, which the copies' kernels are checked on.
+  const sanitized = Boolean(process.env.CK_SANITIZER_TOOL);
   test("with this host's part count", async () => {
     const threads = hostCopy ? hostCopy(new Uint8Array(16 * MiB), new Uint8Array(16 * MiB), 0) : 8;
-    const r = await checkTransfers(threads);
+    const r = await checkTransfers(threads, sanitized ? 1 : 4);
     // A host with fewer than 10 hardware threads splits into fewer parts than any edge needs.
-    if (edgeSizes(4, threads).length > 0) expectClean(r);
-  });
+    if (edgeSizes(4, threads).length > 0) expectClean(r, sanitized ? 3 : 6);
+  }, 600_000);
 
   test('with 8 parts forced, copyFromAsync on its calling-thread path (child process)', () => {
     const script = path.join(root, 'test', 'harness', 'transfer-sizes.ts');
