@@ -2,6 +2,7 @@
 // entries (atomic writes, checksums, corruption, several processes writing one key at once), the size
 // bound and clearing. Runs without a GPU and without NVRTC.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -15,6 +16,7 @@ import {
   KernelCache,
 } from '../lib/kernels/cache';
 import { CompileError } from '../lib/kernels/compile-error';
+import { sha256 } from '../lib/kernels/includes';
 import { fakeCode, fakeCompiler, type FakeCompilerOptions } from './helpers/fake-compiler';
 
 const root = path.join(__dirname, '..');
@@ -68,6 +70,14 @@ describe('the key', () => {
     const { cache, compiler } = makeCache(o, { packageVersion: version });
     return cache.plan(req, compiler.load()).key;
   };
+
+  test('sha256 (one-shot where Node has it) equals the createHash digest, for text and bytes', () => {
+    const digest = (d: string | Uint8Array) => createHash('sha256').update(d).digest('hex');
+    const bytes = Uint8Array.from({ length: 70_001 }, (_, i) => (i * 131 + 7) & 255);
+    for (const d of ['', 'saxpy', '// größe ∑ 🚀\nextern "C"', bytes, bytes.subarray(3, 65_540)])
+      expect(sha256(d)).toBe(digest(d));
+    expect(sha256('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
 
   test('is a SHA-256, the same for the same compilation', () => {
     const k = keyOf(request());

@@ -230,10 +230,15 @@ export class KernelCache {
   readonly #pending = new Map<string, Promise<CompiledCode>>();
   /** When this process last hit each entry (file → ms): the size bound's order before the async touch lands. */
   readonly #touched = new Map<string, number>();
+  /** Entries hit since the last deferred touch (see #accept). */
+  readonly #toTouch = new Set<string>();
+  /** The folder with its separator, so an entry's path is a concatenation (path.join on every hit showed in profiles). */
+  readonly #prefix: string;
 
   constructor(options: KernelCacheOptions) {
     this.#compiler = options.compiler;
     this.dir = options.dir;
+    this.#prefix = path.join(options.dir, path.sep);
     this.maxBytes = options.maxBytes;
     this.#version = options.packageVersion;
   }
@@ -274,7 +279,7 @@ export class KernelCache {
 
   /** The path of an entry. */
   entryPath(key: string): string {
-    return path.join(this.dir, key + SUFFIX);
+    return this.#prefix + key + SUFFIX;
   }
 
   /**
@@ -402,14 +407,23 @@ export class KernelCache {
     this.stats.diskHits++;
     this.#memo.set(key, code);
     this.#touched.set(file, Date.now());
-    // The entry's time, refreshed off the JS thread: only the eviction order depends on it, and a
-    // hit should cost a read and a hash, not two more file-system calls. Best effort.
-    fs.stat(file, (err, st) => {
-      if (err || Date.now() - st.mtimeMs <= TOUCH_AFTER_MS) return;
-      const now = new Date();
-      fs.utimes(file, now, now, () => undefined);
-    });
+    // The entry's time, refreshed after the call returns and off the JS thread: only the eviction order
+    // depends on it (and #touched keeps this process's order meanwhile), and a hit should cost a read
+    // and a hash, not the setup of two file-system requests. Best effort.
+    if (this.#toTouch.size === 0) setImmediate(() => this.#touchHit()).unref();
+    this.#toTouch.add(file);
     return code;
+  }
+
+  #touchHit(): void {
+    for (const file of this.#toTouch) {
+      fs.stat(file, (err, st) => {
+        if (err || Date.now() - st.mtimeMs <= TOUCH_AFTER_MS) return;
+        const now = new Date();
+        fs.utimes(file, now, now, () => undefined);
+      });
+    }
+    this.#toTouch.clear();
   }
 
   #store(key: string, code: CompiledCode, disk: boolean): void {

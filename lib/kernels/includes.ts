@@ -2,7 +2,7 @@
 // found the way NVRTC finds it (the headers given as strings, the including file's folder, the include
 // paths, the toolkit's folder), each identified by a hash of its contents. Others' caches key on the
 // file name only and serve stale code after a header changes; this one cannot.
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -26,8 +26,12 @@ function directives(text: string): Directive[] {
   return out;
 }
 
+// Node ≥ 20.12's one-shot crypto.hash skips the Hash object a createHash chain builds: a disk-cache
+// hit hashes four times, each time in code that has run once or twice (interpreted).
+const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'hex') => string }).hash;
+
 export function sha256(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  return oneShot ? oneShot('sha256', data, 'hex') : crypto.createHash('sha256').update(data).digest('hex');
 }
 
 interface FileEntry {
