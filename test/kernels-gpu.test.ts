@@ -610,6 +610,45 @@ __global__ void scale(T* x, T a, long long n) {
         arrays.forEach((a) => a.free());
       }
     });
+
+    test('on each other device: ordered with its built-in ops and transfers; a reduction there matches the CPU', async () => {
+      const n = (1 << 20) + 3; // > 1 MiB: copyFromAsync stages through that device's pinned ring
+      const add = ck
+        .compile(
+          `extern "C" __global__ void add(long long n, int v, int* x) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) x[i] += v;
+}`,
+        )
+        .kernel('add');
+      const sum = ck.reduction({ in: 'int32 x', out: 'float64 s', map: 'x', reduce: 'a + b', identity: '0' });
+      const cfg = { grid: 512, block: 256 };
+      for (let d = 1; d < Math.min(gpuCount, 4); d++) {
+        const host = Int32Array.from({ length: n }, (_, i) => (i * (d + 2)) % 9);
+        using x = ck.upload(host, { device: d });
+        using other = ck.upload(host, { device: 0 }); // work on device 0 in between must not disturb it
+        add.launch(cfg, n, 1, x);
+        add.launch(cfg, n, 7, other);
+        ck.scan(x, { out: x });
+        add.launch(cfg, n, -2, x);
+        const ref = new Int32Array(n);
+        let acc = 0;
+        for (let i = 0; i < n; i++) ref[i] = ((acc = (acc + host[i] + 1) | 0) - 2) | 0;
+        expect(ck.cpu.firstMismatch(await x.toHost(), ref)).toBe(-1);
+        const fresh = Int32Array.from({ length: n }, (_, i) => (i * 5 + d) % 13);
+        const pending = x.copyFromAsync(fresh);
+        add.launch(cfg, n, 3, x); // queued after the copy on device d's stream, not awaited
+        using s = sum(x) as ck.DeviceArray;
+        expect(s.device).toBe(d);
+        await pending;
+        expect(s.toHostSync()[0]).toBe(fresh.reduce((a, v) => a + v + 3, 0));
+        expect(
+          ck.cpu.firstMismatch(
+            other.toHostSync(),
+            host.map((v) => v + 7),
+          ),
+        ).toBe(-1);
+      }
+    });
   },
   2,
 );
