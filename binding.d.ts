@@ -590,6 +590,8 @@ export interface NativeBinding {
   ): Promise<NativeCompileResult>;
   /** Loads a cubin (or NUL-terminated PTX) with cudaLibraryLoadData. */
   kernelsLoad(device: number, code: Uint8Array, ptx: boolean): LibraryHandle;
+  /** The bytes of the file at `path`, or null when it cannot be read whole (the kernel cache's entries). */
+  kernelsReadFile(path: string): Buffer | null;
   /**
    * The kernel `name` of `library` on `device`; `layout` holds [size, kind] per parameter (kind 0
    * scalar, 1 pointer read, 2 pointer written). Refuses a layout the compiled kernel contradicts.

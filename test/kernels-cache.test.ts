@@ -17,6 +17,7 @@ import {
 } from '../lib/kernels/cache';
 import { CompileError } from '../lib/kernels/compile-error';
 import { sha256 } from '../lib/kernels/includes';
+import { native } from '../lib/native';
 import { fakeCode, fakeCompiler, type FakeCompilerOptions } from './helpers/fake-compiler';
 
 const root = path.join(__dirname, '..');
@@ -50,7 +51,12 @@ function request(over: Partial<CompileRequest> = {}): CompileRequest {
 
 function makeCache(
   o: FakeCompilerOptions = {},
-  over: Partial<{ maxBytes: number; packageVersion: string; dir: string }> = {},
+  over: Partial<{
+    maxBytes: number;
+    packageVersion: string;
+    dir: string;
+    readFile: (file: string) => Uint8Array | null;
+  }> = {},
 ) {
   const compiler = fakeCompiler(o);
   const cache = new KernelCache({
@@ -58,6 +64,7 @@ function makeCache(
     dir: over.dir ?? dir,
     maxBytes: over.maxBytes ?? 1 << 30,
     packageVersion: over.packageVersion ?? '1.0.0',
+    readFile: over.readFile,
   });
   return { compiler, cache };
 }
@@ -285,23 +292,53 @@ describe('entries', () => {
     expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
   });
 
-  test.each([
-    ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
-    ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
-    ['emptied', () => Buffer.alloc(0)],
-    ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
-  ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
-    const first = makeCache().cache.get(request());
-    const file = path.join(dir, `${first.key}.ckbin`);
-    fs.writeFileSync(file, damage(fs.readFileSync(file)));
-    const { cache, compiler } = makeCache();
-    const r = cache.get(request());
-    expect(r.from).toBe('compiled');
-    expect(compiler.compiles).toBe(1);
-    expect(cache.stats.corrupt).toBe(1);
-    expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
-    // The rewritten entry is good again.
-    expect(makeCache().cache.get(request()).from).toBe('disk');
+  // The package reads entries with the addon's kernelsReadFile; the default is fs.readFileSync.
+  const readers: [string, ((file: string) => Uint8Array | null) | undefined][] = [
+    ['fs.readFileSync', undefined],
+    ['the native reader', (file) => native.kernelsReadFile(file)],
+  ];
+  describe.each(readers)('read with %s', (_reader, readFile) => {
+    test.each([
+      ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
+      ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
+      ['emptied', () => Buffer.alloc(0)],
+      ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
+    ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
+      const first = makeCache({}, { readFile }).cache.get(request());
+      const file = path.join(dir, `${first.key}.ckbin`);
+      fs.writeFileSync(file, damage(fs.readFileSync(file)));
+      const { cache, compiler } = makeCache({}, { readFile });
+      const r = cache.get(request());
+      expect(r.from).toBe('compiled');
+      expect(compiler.compiles).toBe(1);
+      expect(cache.stats.corrupt).toBe(1);
+      expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
+      // The rewritten entry is good again.
+      expect(makeCache({}, { readFile }).cache.get(request()).from).toBe('disk');
+    });
+
+    test('an entry that is a folder, or unreadable, is a miss that compiles', () => {
+      const key = makeCache({}, { readFile }).cache.get(request()).key!;
+      const file = path.join(dir, `${key}.ckbin`);
+      fs.rmSync(file);
+      fs.mkdirSync(file);
+      const { cache, compiler } = makeCache({}, { readFile });
+      expect(cache.get(request()).from).toBe('compiled');
+      expect(compiler.compiles).toBe(1);
+      fs.rmSync(file, { recursive: true });
+    });
+  });
+
+  test('kernelsReadFile: the bytes of a file, empty for an empty one, null for a missing file or a folder', () => {
+    const bytes = Uint8Array.from({ length: 200_003 }, (_, i) => (i * 7 + 1) & 255);
+    const f = path.join(dir, 'plain.bin');
+    fs.writeFileSync(f, bytes);
+    expect(Buffer.from(native.kernelsReadFile(f)!).equals(Buffer.from(bytes))).toBe(true);
+    fs.writeFileSync(f, '');
+    expect(native.kernelsReadFile(f)!.length).toBe(0);
+    expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
+    expect(native.kernelsReadFile(dir)).toBeNull();
+    expect(() => native.kernelsReadFile(42 as never)).toThrow(/path must be a string/);
   });
 
   test('several processes compiling one key at once all succeed, leaving one good entry and no temporary file', async () => {

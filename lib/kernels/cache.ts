@@ -204,6 +204,19 @@ export interface KernelCacheOptions {
   maxBytes: number;
   /** Part of every key: a new version of the package never reads an older one's entries. */
   packageVersion: string;
+  /**
+   * Reads an entry's file whole, or returns null (missing, unreadable). Default: fs.readFileSync. The
+   * package passes its native reader, which a disk hit's time budget favours (lib/kernels/module.ts).
+   */
+  readFile?: (file: string) => Uint8Array | null;
+}
+
+function readWhole(file: string): Uint8Array | null {
+  try {
+    return fs.readFileSync(file);
+  } catch {
+    return null;
+  }
 }
 
 /** How one lookup should behave. */
@@ -226,6 +239,7 @@ export class KernelCache {
   };
   readonly #compiler: Compiler;
   readonly #version: string;
+  readonly #readFile: (file: string) => Uint8Array | null;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
   /** When this process last hit each entry (file → ms): the size bound's order before the async touch lands. */
@@ -241,6 +255,7 @@ export class KernelCache {
     this.#prefix = path.join(options.dir, path.sep);
     this.maxBytes = options.maxBytes;
     this.#version = options.packageVersion;
+    this.#readFile = options.readFile ?? readWhole;
   }
 
   /** The compiler's location; its identity is made known by loading it when looking was not enough. */
@@ -370,13 +385,9 @@ export class KernelCache {
       return { code: memo, from: 'memory' };
     }
     if (!disk) return null;
-    let data: Buffer;
     const file = this.entryPath(key);
-    try {
-      data = fs.readFileSync(file);
-    } catch {
-      return null;
-    }
+    const data = this.#readFile(file);
+    if (data === null) return null;
     const code = this.#accept(key, data, file);
     return code ? { code, from: 'disk' } : null;
   }
@@ -393,7 +404,7 @@ export class KernelCache {
   }
 
   /** A disk entry's code, memoised, when it checks out; a bad one is removed. */
-  #accept(key: string, data: Buffer, file: string): CompiledCode | null {
+  #accept(key: string, data: Uint8Array, file: string): CompiledCode | null {
     const code = decodeEntry(data, key);
     if (code === null) {
       this.stats.corrupt++;

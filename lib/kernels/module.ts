@@ -59,6 +59,8 @@ export function kernelCache(): KernelCache {
       dir: defaultCacheDir(),
       maxBytes: defaultCacheMaxBytes(),
       packageVersion: packageVersion(),
+      // A hit's read in one native call instead of readFileSync's JavaScript (see kernelsReadFile).
+      readFile: (file) => native.kernelsReadFile(file),
     });
   return theCache;
 }

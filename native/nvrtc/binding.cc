@@ -1,8 +1,12 @@
 // N-API glue for users' own kernels (lib/kernels): NVRTC's state and compilations, loading the code,
 // looking kernels up and launching them. lib/kernels checks every argument first and gives the
 // friendly errors; these re-checks only keep what reaches CUDA from crashing the process.
+#include <fcntl.h>
 #include <napi.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -239,6 +243,36 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   });
 }
 
+// kernelsReadFile(path) -> Buffer of the file's bytes, or null when it cannot be read whole (missing, not
+// a regular file, an I/O error, shorter than its size said). The kernel cache reads its entries through
+// this: Node's readFileSync runs about ten JavaScript functions, interpreted on a process's first hits,
+// ~100 µs of the 0.5 ms a disk hit may take. The caller checks the bytes (the entry's own checksum).
+Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return env.Null();
+  struct stat st;
+  constexpr off_t kMax = off_t{1} << 31;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax) {
+    ::close(fd);
+    return env.Null();
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t r = ::read(fd, out.Data() + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  if (got != size) return env.Null();
+  return out;
+}
+
 std::string sizesText(const std::vector<size_t>& sizes) {
   std::string s;
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
@@ -413,6 +447,7 @@ void registerNvrtc(Napi::Env env, Napi::Object exports) {
   exports.Set("nvrtcCompile", Napi::Function::New(env, nvrtcCompile, "nvrtcCompile"));
   exports.Set("nvrtcCompileAsync", Napi::Function::New(env, nvrtcCompileAsync, "nvrtcCompileAsync"));
   exports.Set("kernelsLoad", Napi::Function::New(env, kernelsLoad, "kernelsLoad"));
+  exports.Set("kernelsReadFile", Napi::Function::New(env, kernelsReadFile, "kernelsReadFile"));
   exports.Set("kernelsGetKernel", Napi::Function::New(env, kernelsGetKernel, "kernelsGetKernel"));
   exports.Set("kernelsLaunch", Napi::Function::New(env, kernelsLaunch, "kernelsLaunch"));
   exports.Set("kernelsDeviceInfo", Napi::Function::New(env, kernelsDeviceInfo, "kernelsDeviceInfo"));
