@@ -1,7 +1,7 @@
 // The kernel cache (lib/kernels/cache.ts) with a fake compiler: its key, the in-process memo, the disk
 // entries (atomic writes, checksums, corruption, several processes writing one key at once), the size
 // bound and clearing. Runs without a GPU and without NVRTC.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -338,6 +338,9 @@ describe('entries', () => {
     expect(native.kernelsReadFile(f)!.length).toBe(0);
     expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
     expect(native.kernelsReadFile(dir)).toBeNull();
+    // A FIFO (no writer) is refused at once instead of blocking the open.
+    const fifo = path.join(dir, 'fifo.bin');
+    if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadFile(fifo)).toBeNull();
     expect(() => native.kernelsReadFile(42 as never)).toThrow(/path must be a string/);
   });
 

@@ -251,7 +251,8 @@ Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
   const std::string path = info[0].As<Napi::String>().Utf8Value();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put where an entry belongs must not block the opening (the type check follows).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return env.Null();
   struct stat st;
   constexpr off_t kMax = off_t{1} << 31;
