@@ -244,6 +244,42 @@ __global__ void scale(T* x, T a, long long n) {
     expect(() => axpy(i3, i3, 1.5)).toThrow(/int32/);
   });
 
+  test('elementwise: the vector path and the scalar loops agree; bodies that may not write keep the old values', () => {
+    for (const scalarOnly of [false, true]) {
+      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
+      const keep = ck.elementwise({ in: 'T x', out: 'T z', body: 'if (x > 0) z = x', name: 'keep', defines });
+      const acc = ck.elementwise({ in: 'T x', out: 'T z', body: 'z += x', name: 'acc', defines });
+      const widen = ck.elementwise({ in: 'float32 x', out: 'float64 z', body: 'z = 2.0 * x', name: 'widen', defines });
+      for (const d of ['float32', 'float64', 'int32'] as const)
+        for (const n of [1, 3, 5, 1_000_003, (1 << 20) + 6]) {
+          const x = random(d, n, seed + 7 * n);
+          const old = random(d, n, seed + 7 * n + 1);
+          using dx = ck.upload(x);
+          using z = ck.upload(old);
+          keep(dx, { out: z });
+          const kept = Array.from(old, (v, i) => (x[i] > 0 ? x[i] : v));
+          expectClose(d, z.toHostSync(), kept, 1);
+          acc(dx, { out: z });
+          expectClose(
+            d,
+            z.toHostSync(),
+            kept.map((v, i) => wrap(d, v + x[i])),
+            kept.map((v, i) => Math.abs(v) + Math.abs(x[i])),
+          );
+          if (d === 'float32') {
+            using w = widen(dx) as ck.DeviceArray;
+            expect(w.dtype).toBe('float64');
+            expectClose(
+              'float64',
+              w.toHostSync(),
+              Array.from(x, (v) => 2 * v),
+              1,
+            );
+          }
+        }
+    }
+  });
+
   test('elementwise: several outputs; a length from options.size when no argument is an array', () => {
     const split = ck.elementwise({
       in: 'float64 x',

@@ -4,7 +4,7 @@
 import * as os from 'node:os';
 
 import { CompileError, compileErrorFromLog, parseLog } from '../lib/kernels/compile-error';
-import { elementwise, elementwiseSource } from '../lib/kernels/elementwise';
+import { elementwise, elementwiseSource, writesOnly } from '../lib/kernels/elementwise';
 import { nvrtcOptions, resolveCompileOptions } from '../lib/kernels/options';
 import { reduction, reductionSource } from '../lib/kernels/reduction';
 import { chooseTarget } from '../lib/kernels/target';
@@ -190,11 +190,60 @@ describe('generated kernels', () => {
     expect(src).toContain(
       'extern "C" __global__ void ck_elementwise(const float* ck_in_x, const float* ck_in_y, float a, float* ck_out_z, long long ck_n)',
     );
-    expect(src.match(/#line 1 "saxpy:body"\nz = a \* x \+ y;\n/g)).toHaveLength(5); // 4 unrolled + the tail
+    // The vector path, 4 unrolled scalar bodies and the scalar tail.
+    expect(src.match(/#line 1 "saxpy:body"\nz = a \* x \+ y;\n/g)).toHaveLength(6);
     expect(src).toContain('const float ck_x_3 = ck_in_x[ck_i + 3 * ck_stride];');
     expect(src).toContain('float& z = ck_out_z[i];');
+    // float4-sized vectors of every element-wise array (not of the scalar a), used only where all are aligned.
+    expect(src).toContain('const ck_vec<float, 4> ck_x_v = reinterpret_cast<const ck_vec<float, 4>*>(ck_in_x)[ck_j];');
+    expect(src).toContain('(unsigned long long)ck_out_z % sizeof(ck_vec<float, 4>)');
+    expect(src).not.toContain('ck_a_v');
+    // z is only assigned: stored without being loaded first.
+    expect(src).toContain('      ck_vec<float, 4> ck_z_v;\n');
+    expect(src).toContain('ck_i += ck_nv * 4;');
     expectLineMarksTrue(src, b.program);
     expect(b.sources.get('saxpy:body')).toBe('z = a * x + y;');
+  });
+
+  test('elementwise: vectors of 16 bytes of the widest dtype; outputs the body may not write are loaded first', () => {
+    const mixed = elementwiseSource(
+      { in: 'float32 x, float64 y', out: 'float64 z', body: 'if (x > 0) z = x + y', name: 'mixed' },
+      ['float32', 'float64', 'float64'],
+      [true, true],
+    ).source;
+    expect(mixed).toContain('const ck_vec<float, 2> ck_x_v');
+    expect(mixed).toContain('ck_vec<double, 2> ck_z_v = reinterpret_cast<const ck_vec<double, 2>*>(ck_out_z)[ck_j];');
+    // Only raw arrays and scalars: no vector path.
+    const raw = elementwiseSource(
+      { in: 'raw float64 x, float64 a', out: 'raw float64 y', body: 'y[i] = a * x[i]', name: 'rawonly' },
+      ['float64', 'float64', 'float64'],
+      [true, false],
+    ).source;
+    expect(raw).not.toContain('ck_vec');
+    expectLineMarksTrue(mixed, 'mixed.generated.cu');
+  });
+
+  test.each([
+    ['z = a * x + y', true],
+    ['zz = 1; z = 2', true],
+    ['z = x > 0 ? x : 0', true],
+    ['// z += 1\n z = 2', true],
+    ['t = x; z = t * t;', true],
+    ['if (x > 0) z = x', false],
+    ['z += x', false],
+    ['z = 1; z = z + 1', false],
+    ['x > 0 && (z = 1)', false],
+    ['auto f = [&] { z = 1; }; f()', false],
+    ['for (int k = 0; k < 2; ++k) z = k', false],
+    ['w = z', false],
+    ['f(z)', false],
+  ])('writesOnly(z, %j) is %p', (body, expected) => {
+    expect(writesOnly('z', body)).toBe(expected);
+  });
+
+  test('writesOnly: a preamble that mentions the output (a macro could read it) counts as a read', () => {
+    expect(writesOnly('z', 'z = 1', '#define SET(v) z = v')).toBe(false);
+    expect(writesOnly('z', 'z = 1', 'int helper();')).toBe(true);
   });
 
   test('elementwise: raw arrays are pointers the body indexes; the preamble comes first', () => {

@@ -1,5 +1,6 @@
 // elementwise(): CuPy's ElementwiseKernel for DeviceArrays. The user writes the body for one element;
-// we generate a grid-stride kernel around it (any length, four elements in flight per thread), compile
+// we generate a grid-stride kernel around it (any length; 16-byte vector loads and stores where the
+// arrays are aligned, four elements in flight per thread in the scalar loops), compile
 // one instance per combination of dtypes and array/scalar arguments (through the kernel cache), and
 // launch it on the arrays' device.
 import { type DeviceArray, DeviceArray as DeviceArrayClass, type Dtype, empty } from '../array';
@@ -63,6 +64,44 @@ const RESERVED = new Set(['i', 'n']);
 const BLOCK = 256;
 /** Elements each thread has in flight per loop iteration: loads are issued together, then the bodies run. */
 const UNROLL = 4;
+/**
+ * Bytes per thread per access of the widest array in the vector path: 16-byte loads and stores (float4,
+ * double2) move the same bytes in a quarter of the instructions. A float4 saxpy at 2^28, one vector per
+ * thread, moved 3035 GB/s on an H100 against 2749 for the scalar grid-stride kernel and 2983 for the
+ * device copy (bench/dev/kernels/elementwise_grid.ts, 2026-11-26).
+ */
+const VECTOR_BYTES = 16;
+
+const dtypeBytes = (d: Dtype) => (d === 'float64' ? 8 : 4);
+
+/** Statements that can skip an assignment: an output they could skip is loaded before the body runs. */
+const CONTROL = /\b(if|else|for|while|do|switch|case|return|break|continue|goto|asm)\b|&&|\|\||\[\s*[&=\]]/;
+
+/**
+ * Whether the body surely assigns output `name` and never reads it, so that the vector path may store
+ * it without loading it first: straight-line code (nothing in CONTROL), and every mention of `name` the
+ * target of a plain assignment at the start of a statement; the preamble does not mention it (a macro
+ * could). Anything else is loaded first, as the scalar path's reference would read it.
+ */
+export function writesOnly(name: string, body: string, preamble = ''): boolean {
+  const code = body.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/.*$/gm, ' ');
+  if (CONTROL.test(code) || new RegExp(`\\b${name}\\b`).test(preamble)) return false;
+  const mentions = code.match(new RegExp(`\\b${name}\\b`, 'g'))?.length ?? 0;
+  const assigned = code.match(new RegExp(`(^|[;{}])\\s*${name}\\s*=(?!=)`, 'g'))?.length ?? 0;
+  return assigned > 0 && assigned === mentions;
+}
+
+/**
+ * How many elements each thread takes per vector access (1: no vector path): 16 bytes of the widest
+ * dtype among the arrays read or written element by element (raw arrays and scalars do not count).
+ */
+function vectorWidth(ins: SpecParam[], outs: SpecParam[], types: Dtype[], arrays: boolean[]): number {
+  const sizes = [
+    ...ins.filter((p, k) => arrays[k] && !p.raw).map((p) => dtypeBytes(types[ins.indexOf(p)])),
+    ...outs.filter((p) => !p.raw).map((p) => dtypeBytes(types[ins.length + outs.indexOf(p)])),
+  ];
+  return sizes.length === 0 ? 1 : VECTOR_BYTES / Math.max(...sizes);
+}
 
 function isOptions(v: unknown): v is ElementwiseCallOptions {
   return typeof v === 'object' && v !== null && !(v instanceof DeviceArrayClass) && !Array.isArray(v);
@@ -119,10 +158,51 @@ function generate(
       for (let u = 0; u < count; u++)
         b.line(`    const ${t} ck_${p.name}_${u} = ck_in_${p.name}[ck_i${u === 0 ? '' : ` + ${u} * ck_stride`}];`);
   };
+  const stored = outs.map((p, k) => ({ p, t: cType(types[ins.length + k]) })).filter(({ p }) => !p.raw);
+  const width = vectorWidth(ins, outs, types, arrays);
+  if (width > 1) {
+    b.line('template <typename T, int V> struct alignas(sizeof(T) * V) ck_vec { T v[V]; };');
+    // defines: { CK_ELEMENTWISE_SCALAR_ONLY: 1 } sends every element to the scalar loops (the tests
+    // compare both paths; arrays are always aligned otherwise).
+    b.line('#ifndef CK_ELEMENTWISE_SCALAR_ONLY').line('#define CK_ELEMENTWISE_SCALAR_ONLY 0').line('#endif');
+  }
   b.line(`extern "C" __global__ void ck_elementwise(${params.join(', ')}) {`);
   b.line('  [[maybe_unused]] const long long n = ck_n;');
   b.line('  const long long ck_stride = (long long)gridDim.x * blockDim.x;');
   b.line('  long long ck_i = (long long)blockIdx.x * blockDim.x + threadIdx.x;');
+  if (width > 1) {
+    // The vector path: elements [0, n - n % width) in vectors of `width`, each array's vector aligned
+    // to its own size (checked: an unaligned array sends every element to the scalar loops below).
+    const vec = (t: string) => `ck_vec<${t}, ${width}>`;
+    const all = [
+      ...loaded.map(({ p, t }) => ({ ptr: `ck_in_${p.name}`, t })),
+      ...stored.map(({ p, t }) => ({ ptr: `ck_out_${p.name}`, t })),
+    ];
+    const misaligned = all.map(({ ptr, t }) => `((unsigned long long)${ptr} % sizeof(${vec(t)}))`).join(' | ');
+    b.line(`  if (!CK_ELEMENTWISE_SCALAR_ONLY && (${misaligned}) == 0) {`);
+    b.line(`    const long long ck_nv = ck_n / ${width};`);
+    b.line('    for (long long ck_j = ck_i; ck_j < ck_nv; ck_j += ck_stride) {');
+    for (const { p, t } of loaded)
+      b.line(`      const ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_in_${p.name})[ck_j];`);
+    for (const { p, t } of stored)
+      b.line(
+        writesOnly(p.name, spec.body, spec.preamble)
+          ? `      ${vec(t)} ck_${p.name}_v;`
+          : `      ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_out_${p.name})[ck_j];`,
+      );
+    b.line('#pragma unroll');
+    b.line(`      for (int ck_k = 0; ck_k < ${width}; ++ck_k) {`);
+    b.line(`        [[maybe_unused]] const long long i = ck_j * ${width} + ck_k;`);
+    for (const { p, t } of loaded) b.line(`        [[maybe_unused]] const ${t} ${p.name} = ck_${p.name}_v.v[ck_k];`);
+    for (const { p, t } of stored) b.line(`        ${t}& ${p.name} = ck_${p.name}_v.v[ck_k];`);
+    b.user(`${name}:body`, spec.body);
+    b.line('        ;').line('      }');
+    for (const { p, t } of stored)
+      b.line(`      reinterpret_cast<${vec(t)}*>(ck_out_${p.name})[ck_j] = ck_${p.name}_v;`);
+    b.line('    }');
+    b.line(`    ck_i += ck_nv * ${width};`);
+    b.line('  }');
+  }
   b.line(`  for (; ck_i + ${UNROLL - 1} * ck_stride < ck_n; ck_i += ${UNROLL} * ck_stride) {`);
   loads(UNROLL);
   for (let u = 0; u < UNROLL; u++) body(u);
@@ -186,7 +266,7 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
     flags: spec.flags,
     cache: spec.cache,
   };
-  const instances = new Map<string, { kernel: Kernel; source: string }>();
+  const instances = new Map<string, { kernel: Kernel; source: string; width: number }>();
 
   const analyse = (args: unknown[]): Call => {
     let options: ElementwiseCallOptions = {};
@@ -265,7 +345,7 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
       } catch (e) {
         throw mapCompileError(e, b.sources, `${name} did not compile`);
       }
-      inst = { kernel, source: b.source };
+      inst = { kernel, source: b.source, width: vectorWidth(ins, outs, call.types, call.arrays) };
       instances.set(key, inst);
     }
     return inst;
@@ -274,7 +354,7 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
   const run = (...given: (DeviceArray | number | ElementwiseCallOptions)[]): DeviceArray | DeviceArray[] => {
     const args = [...given];
     const call = analyse(args);
-    const { kernel } = instance(call);
+    const { kernel, width } = instance(call);
     const made: DeviceArray[] = [];
     const results = call.outs.map((o, k) => {
       if (o !== undefined) return o;
@@ -284,11 +364,15 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
     });
     try {
       if (call.n > 0) {
-        // 4 blocks of 256 per SM, each thread with UNROLL loads of every input in flight: the saxpy
-        // at 2^28 moved 2720 GB/s on an H100 and 3951 GB/s on an H200, against 2631 and 3608 GB/s
-        // with 8 blocks (bench/dev/kernels/elementwise_grid.ts, 2026-11-26).
+        // With a vector path: one vector per thread (the float4 saxpy moved 3035 GB/s on an H100 so,
+        // 2832 with 4 blocks per SM). Without (no element-wise arrays): 4 blocks of 256 per SM, each
+        // thread with UNROLL loads in flight (2720 GB/s, against 2631 with 8 blocks). Both from
+        // bench/dev/kernels/elementwise_grid.ts, 2026-11-26; the grid-stride loops cover any length.
         const sms = deviceLimits(call.device).smCount;
-        const grid = Math.max(1, Math.min(Math.ceil(call.n / BLOCK), sms * 4));
+        const grid =
+          width > 1
+            ? Math.max(1, Math.min(Math.ceil(call.n / (BLOCK * width)), 2 ** 31 - 1))
+            : Math.max(1, Math.min(Math.ceil(call.n / BLOCK), sms * 4));
         kernel.launch(
           { grid, block: BLOCK, device: call.device },
           ...(args as (DeviceArray | number)[]),
