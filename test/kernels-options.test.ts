@@ -236,6 +236,8 @@ describe('generated kernels', () => {
     ['auto f = [&] { z = 1; }; f()', false],
     ['for (int k = 0; k < 2; ++k) z = k', false],
     ['w = z', false],
+    ['#ifdef FAST\nz = x;\n#endif', false],
+    ['#if 0\nz = x;\n#endif', false],
     ['f(z)', false],
   ])('writesOnly(z, %j) is %p', (body, expected) => {
     expect(writesOnly('z', body)).toBe(expected);

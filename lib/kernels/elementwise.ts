@@ -74,8 +74,11 @@ const VECTOR_BYTES = 16;
 
 const dtypeBytes = (d: Dtype) => (d === 'float64' ? 8 : 4);
 
-/** Statements that can skip an assignment: an output they could skip is loaded before the body runs. */
-const CONTROL = /\b(if|else|for|while|do|switch|case|return|break|continue|goto|asm)\b|&&|\|\||\[\s*[&=\]]/;
+/**
+ * What can skip an assignment: statements, short-circuit operators, lambdas and preprocessor lines
+ * (`#ifdef`). An output a body with any of these assigns is loaded before the body runs.
+ */
+const CONTROL = /\b(if|else|for|while|do|switch|case|return|break|continue|goto|asm)\b|&&|\|\||\[\s*[&=\]]|#/;
 
 /**
  * Whether the body surely assigns output `name` and never reads it, so that the vector path may store
