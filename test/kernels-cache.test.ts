@@ -423,6 +423,53 @@ describe('size bound and clearing', () => {
     expect(fs.statSync(refreshed).mtimeMs).toBeGreaterThan(before);
   });
 
+  /** Lookups in a new process (test/harness/kernel-cache-hits.ts) run in `cwd`, which then exits by itself. */
+  const hitsInChild = (cwd: string, folder: string, maxBytes: number, reqs: CompileRequest[]): string[] => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-r',
+        path.join(root, 'test/harness/ts-register.js'),
+        path.join(root, 'test/harness/kernel-cache-hits.ts'),
+        folder,
+        String(maxBytes),
+        ...reqs.map((q) => JSON.stringify(q)),
+      ],
+      { cwd, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+    return JSON.parse(r.stdout.trim()) as string[];
+  };
+
+  test('an entry’s path is path.join(dir, key + .ckbin) for every spelling of the folder', () => {
+    const key = 'ab'.repeat(32);
+    for (const d of ['', '.', './', 'a/..', 'rel', 'rel/', './rel//x/', '..', '/', dir, dir + path.sep])
+      expect(makeCache({}, { dir: d }).cache.entryPath(key)).toBe(path.join(d, `${key}.ckbin`));
+  });
+
+  test('with the folder given as ".", a hit in this process still keeps its entry from the size bound', () => {
+    const size = encodeEntry('0'.repeat(64), {
+      code: fakeCode({ ...request(), source: SAXPY + '//0' }),
+      cubin: true,
+      arch: 90,
+      lowered: {},
+      log: '',
+      note: '',
+    }).length;
+    const { cache } = makeCache();
+    const reqs = [0, 1, 2, 3].map((i) => request({ source: SAXPY + `//${i}` }));
+    const keys = reqs.map((q) => cache.get(q).key!);
+    fs.rmSync(path.join(dir, `${keys[3]}.ckbin`));
+    // Within a minute of each other (no file time is refreshed), oldest first.
+    for (let i = 0; i < 3; i++) {
+      const t = new Date(Date.now() - (30 - 10 * i) * 1000);
+      fs.utimesSync(path.join(dir, `${keys[i]}.ckbin`), t, t);
+    }
+    // Hitting the oldest, then compiling a fourth past the bound, evicts the second oldest.
+    expect(hitsInChild(dir, '.', 3 * size, [reqs[0], reqs[3]])).toEqual(['disk', 'compiled']);
+    expect(entries().sort()).toEqual([keys[0], keys[2], keys[3]].map((k) => `${k}.ckbin`).sort());
+  }, 60_000);
+
   test('temporary files left by a dead process are removed once stale', () => {
     const stale = path.join(dir, `${'d'.repeat(64)}.123.abc.tmp`);
     fs.writeFileSync(stale, 'partial');
