@@ -441,6 +441,16 @@ describe('size bound and clearing', () => {
     return JSON.parse(r.stdout.trim()) as string[];
   };
 
+  test('a hit in a short-lived process refreshes the entry’s time before the process exits', () => {
+    const key = makeCache().cache.get(request()).key!;
+    const file = path.join(dir, `${key}.ckbin`);
+    const old = new Date(Date.now() - 2 * 3600_000);
+    fs.utimesSync(file, old, old);
+    expect(hitsInChild(root, dir, 1 << 30, [request()])).toEqual(['disk']);
+    // Otherwise a kernel every run uses but none rewrites goes first, before newer ones no run uses.
+    expect(Date.now() - fs.statSync(file).mtimeMs).toBeLessThan(600_000);
+  }, 60_000);
+
   test('an entry’s path is path.join(dir, key + .ckbin) for every spelling of the folder', () => {
     const key = 'ab'.repeat(32);
     for (const d of ['', '.', './', 'a/..', 'rel', 'rel/', './rel//x/', '..', '/', dir, dir + path.sep])

@@ -424,8 +424,9 @@ export class KernelCache {
     this.#touched.set(file, Date.now());
     // The entry's time, refreshed after the call returns and off the JS thread: only the eviction order
     // depends on it (and #touched keeps this process's order meanwhile), and a hit should cost a read
-    // and a hash, not the setup of two file-system requests. Best effort.
-    if (this.#toTouch.size === 0) setImmediate(() => this.#touchHit()).unref();
+    // and a hash, not the setup of two file-system requests. Best effort, but not unref'd: the typical
+    // hit is a short script's, and a touch that never lands leaves the size bound evicting by write time.
+    if (this.#toTouch.size === 0) setImmediate(() => this.#touchHit());
     this.#toTouch.add(file);
     return code;
   }
