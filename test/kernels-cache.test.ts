@@ -338,6 +338,9 @@ describe('entries', () => {
     expect(native.kernelsReadFile(f)!.length).toBe(0);
     expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
     expect(native.kernelsReadFile(dir)).toBeNull();
+    // A NUL ends the path for open(): refused, as fs refuses it, instead of reading the file before it.
+    fs.writeFileSync(f, 'the wrong file');
+    expect(native.kernelsReadFile(`${f}\0.ckbin`)).toBeNull();
     // A FIFO (no writer) is refused at once instead of blocking the open.
     const fifo = path.join(dir, 'fifo.bin');
     if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadFile(fifo)).toBeNull();
