@@ -81,9 +81,31 @@ describe('the key', () => {
   test('sha256 (one-shot where Node has it) equals the createHash digest, for text and bytes', () => {
     const digest = (d: string | Uint8Array) => createHash('sha256').update(d).digest('hex');
     const bytes = Uint8Array.from({ length: 70_001 }, (_, i) => (i * 131 + 7) & 255);
-    for (const d of ['', 'saxpy', '// größe ∑ 🚀\nextern "C"', bytes, bytes.subarray(3, 65_540)])
+    // Lone surrogates (a source may hold one) and a view into Buffer's shared pool, at an offset.
+    const lone = ['\ud800', 'a\udc00b', 'x\ud83d', '\udfff\ud800', '\ud83d\ude80'];
+    const pooled = Buffer.from('a small buffer, so one from the pool');
+    for (const d of ['', 'saxpy', '// größe ∑ 🚀\nextern "C"', ...lone, bytes, bytes.subarray(3, 65_540), pooled])
       expect(sha256(d)).toBe(digest(d));
     expect(sha256('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  test('a Node without crypto.hash (before 20.12) finds the entries written with it: the same keys', () => {
+    const req = request({ source: SAXPY + '// \ud800 lone', headers: [['h.cuh', '// \udc00 \u00e9']] });
+    const written = makeCache().cache.get(req);
+    const real = jest.requireActual<typeof import('node:crypto')>('node:crypto');
+    const createHashes = jest.fn(real.createHash);
+    let before: typeof import('../lib/kernels/cache') | undefined;
+    jest.isolateModules(() => {
+      jest.doMock('node:crypto', () => ({ ...real, hash: undefined, createHash: createHashes }));
+      before = jest.requireActual<typeof import('../lib/kernels/cache')>('../lib/kernels/cache');
+    });
+    jest.dontMock('node:crypto');
+    const compiler = fakeCompiler();
+    const cache = new before!.KernelCache({ compiler, dir, maxBytes: 1 << 30, packageVersion: '1.0.0' });
+    const r = cache.get(req);
+    expect(createHashes).toHaveBeenCalled();
+    expect({ from: r.from, key: r.key }).toEqual({ from: 'disk', key: written.key });
+    expect(compiler.compiles).toBe(0);
   });
 
   test('is a SHA-256, the same for the same compilation', () => {
