@@ -81,9 +81,31 @@ describe('the key', () => {
   test('sha256 (one-shot where Node has it) equals the createHash digest, for text and bytes', () => {
     const digest = (d: string | Uint8Array) => createHash('sha256').update(d).digest('hex');
     const bytes = Uint8Array.from({ length: 70_001 }, (_, i) => (i * 131 + 7) & 255);
-    for (const d of ['', 'saxpy', '// größe ∑ 🚀\nextern "C"', bytes, bytes.subarray(3, 65_540)])
+    // Lone surrogates (a source may hold one) and a view into Buffer's shared pool, at an offset.
+    const lone = ['\ud800', 'a\udc00b', 'x\ud83d', '\udfff\ud800', '\ud83d\ude80'];
+    const pooled = Buffer.from('a small buffer, so one from the pool');
+    for (const d of ['', 'saxpy', '// größe ∑ 🚀\nextern "C"', ...lone, bytes, bytes.subarray(3, 65_540), pooled])
       expect(sha256(d)).toBe(digest(d));
     expect(sha256('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  test('a Node without crypto.hash (before 20.12) finds the entries written with it: the same keys', () => {
+    const req = request({ source: SAXPY + '// \ud800 lone', headers: [['h.cuh', '// \udc00 \u00e9']] });
+    const written = makeCache().cache.get(req);
+    const real = jest.requireActual<typeof import('node:crypto')>('node:crypto');
+    const createHashes = jest.fn(real.createHash);
+    let before: typeof import('../lib/kernels/cache') | undefined;
+    jest.isolateModules(() => {
+      jest.doMock('node:crypto', () => ({ ...real, hash: undefined, createHash: createHashes }));
+      before = jest.requireActual<typeof import('../lib/kernels/cache')>('../lib/kernels/cache');
+    });
+    jest.dontMock('node:crypto');
+    const compiler = fakeCompiler();
+    const cache = new before!.KernelCache({ compiler, dir, maxBytes: 1 << 30, packageVersion: '1.0.0' });
+    const r = cache.get(req);
+    expect(createHashes).toHaveBeenCalled();
+    expect({ from: r.from, key: r.key }).toEqual({ from: 'disk', key: written.key });
+    expect(compiler.compiles).toBe(0);
   });
 
   test('is a SHA-256, the same for the same compilation', () => {
@@ -338,6 +360,9 @@ describe('entries', () => {
     expect(native.kernelsReadFile(f)!.length).toBe(0);
     expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
     expect(native.kernelsReadFile(dir)).toBeNull();
+    // A NUL ends the path for open(): refused, as fs refuses it, instead of reading the file before it.
+    fs.writeFileSync(f, 'the wrong file');
+    expect(native.kernelsReadFile(`${f}\0.ckbin`)).toBeNull();
     // A FIFO (no writer) is refused at once instead of blocking the open.
     const fifo = path.join(dir, 'fifo.bin');
     if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadFile(fifo)).toBeNull();
@@ -422,6 +447,63 @@ describe('size bound and clearing', () => {
       await new Promise((r) => setTimeout(r, 10));
     expect(fs.statSync(refreshed).mtimeMs).toBeGreaterThan(before);
   });
+
+  /** Lookups in a new process (test/harness/kernel-cache-hits.ts) run in `cwd`, which then exits by itself. */
+  const hitsInChild = (cwd: string, folder: string, maxBytes: number, reqs: CompileRequest[]): string[] => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-r',
+        path.join(root, 'test/harness/ts-register.js'),
+        path.join(root, 'test/harness/kernel-cache-hits.ts'),
+        folder,
+        String(maxBytes),
+        ...reqs.map((q) => JSON.stringify(q)),
+      ],
+      { cwd, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+    return JSON.parse(r.stdout.trim()) as string[];
+  };
+
+  test('a hit in a short-lived process refreshes the entry’s time before the process exits', () => {
+    const key = makeCache().cache.get(request()).key!;
+    const file = path.join(dir, `${key}.ckbin`);
+    const old = new Date(Date.now() - 2 * 3600_000);
+    fs.utimesSync(file, old, old);
+    expect(hitsInChild(root, dir, 1 << 30, [request()])).toEqual(['disk']);
+    // Otherwise a kernel every run uses but none rewrites goes first, before newer ones no run uses.
+    expect(Date.now() - fs.statSync(file).mtimeMs).toBeLessThan(600_000);
+  }, 60_000);
+
+  test('an entry’s path is path.join(dir, key + .ckbin) for every spelling of the folder', () => {
+    const key = 'ab'.repeat(32);
+    for (const d of ['', '.', './', 'a/..', 'rel', 'rel/', './rel//x/', '..', '/', dir, dir + path.sep])
+      expect(makeCache({}, { dir: d }).cache.entryPath(key)).toBe(path.join(d, `${key}.ckbin`));
+  });
+
+  test('with the folder given as ".", a hit in this process still keeps its entry from the size bound', () => {
+    const size = encodeEntry('0'.repeat(64), {
+      code: fakeCode({ ...request(), source: SAXPY + '//0' }),
+      cubin: true,
+      arch: 90,
+      lowered: {},
+      log: '',
+      note: '',
+    }).length;
+    const { cache } = makeCache();
+    const reqs = [0, 1, 2, 3].map((i) => request({ source: SAXPY + `//${i}` }));
+    const keys = reqs.map((q) => cache.get(q).key!);
+    fs.rmSync(path.join(dir, `${keys[3]}.ckbin`));
+    // Within a minute of each other (no file time is refreshed), oldest first.
+    for (let i = 0; i < 3; i++) {
+      const t = new Date(Date.now() - (30 - 10 * i) * 1000);
+      fs.utimesSync(path.join(dir, `${keys[i]}.ckbin`), t, t);
+    }
+    // Hitting the oldest, then compiling a fourth past the bound, evicts the second oldest.
+    expect(hitsInChild(dir, '.', 3 * size, [reqs[0], reqs[3]])).toEqual(['disk', 'compiled']);
+    expect(entries().sort()).toEqual([keys[0], keys[2], keys[3]].map((k) => `${k}.ckbin`).sort());
+  }, 60_000);
 
   test('temporary files left by a dead process are removed once stale', () => {
     const stale = path.join(dir, `${'d'.repeat(64)}.123.abc.tmp`);

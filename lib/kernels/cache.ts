@@ -246,13 +246,17 @@ export class KernelCache {
   readonly #touched = new Map<string, number>();
   /** Entries hit since the last deferred touch (see #accept). */
   readonly #toTouch = new Set<string>();
-  /** The folder with its separator, so an entry's path is a concatenation (path.join on every hit showed in profiles). */
+  /**
+   * What path.join(dir, name) puts before a plain file name, so an entry's path is a concatenation
+   * (path.join on every hit showed in profiles) and still the path #entries, clear and write use.
+   */
   readonly #prefix: string;
 
   constructor(options: KernelCacheOptions) {
     this.#compiler = options.compiler;
     this.dir = options.dir;
-    this.#prefix = path.join(options.dir, path.sep);
+    // Not path.join(dir, path.sep): for '' that is '/', and for '.' './' where path.join('.', name) is name.
+    this.#prefix = path.join(options.dir, '_').slice(0, -1);
     this.maxBytes = options.maxBytes;
     this.#version = options.packageVersion;
     this.#readFile = options.readFile ?? readWhole;
@@ -292,7 +296,7 @@ export class KernelCache {
     return { job, key: sha256(material) };
   }
 
-  /** The path of an entry. */
+  /** The path of an entry (path.join(dir, key + '.ckbin'); keys are hex digests). */
   entryPath(key: string): string {
     return this.#prefix + key + SUFFIX;
   }
@@ -420,8 +424,9 @@ export class KernelCache {
     this.#touched.set(file, Date.now());
     // The entry's time, refreshed after the call returns and off the JS thread: only the eviction order
     // depends on it (and #touched keeps this process's order meanwhile), and a hit should cost a read
-    // and a hash, not the setup of two file-system requests. Best effort.
-    if (this.#toTouch.size === 0) setImmediate(() => this.#touchHit()).unref();
+    // and a hash, not the setup of two file-system requests. Best effort, but not unref'd: the typical
+    // hit is a short script's, and a touch that never lands leaves the size bound evicting by write time.
+    if (this.#toTouch.size === 0) setImmediate(() => this.#touchHit());
     this.#toTouch.add(file);
     return code;
   }

@@ -251,6 +251,8 @@ Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
   const std::string path = info[0].As<Napi::String>().Utf8Value();
+  // open() would stop at a NUL and read another file ("dir/a\0b" is "dir/a"); fs refuses such paths too.
+  if (path.find('\0') != std::string::npos) return env.Null();
   // O_NONBLOCK: a FIFO put where an entry belongs must not block the opening (the type check follows).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return env.Null();
