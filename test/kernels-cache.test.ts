@@ -351,6 +351,19 @@ describe('entries', () => {
     });
   });
 
+  test('kernelsReadFile closes what it opens: thousands of reads, refusals and misses leave no descriptor', () => {
+    const f = path.join(dir, 'small.bin');
+    fs.writeFileSync(f, 'entry');
+    const open = () => fs.readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 3000; i++) {
+      expect(native.kernelsReadFile(f)!.length).toBe(5);
+      expect(native.kernelsReadFile(dir)).toBeNull();
+      expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
+    }
+    expect(open()).toBeLessThanOrEqual(before + 2);
+  });
+
   test('kernelsReadFile: the bytes of a file, empty for an empty one, null for a missing file or a folder', () => {
     const bytes = Uint8Array.from({ length: 200_003 }, (_, i) => (i * 7 + 1) & 255);
     const f = path.join(dir, 'plain.bin');

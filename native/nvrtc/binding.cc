@@ -256,12 +256,14 @@ Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
   // O_NONBLOCK: a FIFO put where an entry belongs must not block the opening (the type check follows).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return env.Null();
+  // Closed on every way out, the buffer's allocation throwing included.
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st;
   constexpr off_t kMax = off_t{1} << 31;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax) {
-    ::close(fd);
-    return env.Null();
-  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax) return env.Null();
   const size_t size = static_cast<size_t>(st.st_size);
   Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
   size_t got = 0;
@@ -271,7 +273,6 @@ Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
     if (r <= 0) break;
     got += static_cast<size_t>(r);
   }
-  ::close(fd);
   if (got != size) return env.Null();
   return out;
 }
