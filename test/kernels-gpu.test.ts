@@ -280,6 +280,32 @@ __global__ void scale(T* x, T a, long long n) {
     }
   });
 
+  test('elementwise: outputs a body hides its condition or read from a text scan keep their old values', () => {
+    // A condition in a macro (preamble, defines), a read behind `/*` in a string or a line comment.
+    const bodies: [string, Partial<ck.ElementwiseSpec>, (x: number, old: number) => [number, number]][] = [
+      ['WHEN(x > 0) { z = x; }', { preamble: '#define WHEN(c) if (c)' }, (x, old) => [0, x > 0 ? x : old]],
+      ['POSITIVE { z = x; }', { defines: { POSITIVE: 'if (x > 0)' } }, (x, old) => [0, x > 0 ? x : old]],
+      ['const char* s = "/*"; w = z; s = "*/"; (void)s; z = x', {}, (x, old) => [old, x]],
+      ['// see /* below\nw = z;\n// */\nz = x', {}, (x, old) => [old, x]],
+    ];
+    const n = 1_000_003;
+    const x = random('float32', n, seed + 11);
+    const old = random('float32', n, seed + 12);
+    bodies.forEach(([body, extra, want], k) => {
+      const f = ck.elementwise({ in: 'float32 x', out: 'float32 w, float32 z', body, name: `hidden${k}`, ...extra });
+      using dx = ck.upload(x);
+      using w = ck.upload(new Float32Array(n));
+      using z = ck.upload(old);
+      f(dx, { out: [w, z] });
+      const [gw, gz] = [w.toHostSync(), z.toHostSync()];
+      for (let i = 0; i < n; i++) {
+        const [ww, wz] = want(x[i], old[i]);
+        if (gw[i] !== ww || gz[i] !== wz)
+          throw new Error(`${body}: element ${i}: got w ${gw[i]}, z ${gz[i]}, want ${ww}, ${wz} (seed ${seed})`);
+      }
+    });
+  });
+
   test('elementwise: several outputs; a length from options.size when no argument is an array', () => {
     const split = ck.elementwise({
       in: 'float64 x',

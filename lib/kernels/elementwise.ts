@@ -75,26 +75,6 @@ const VECTOR_BYTES = 16;
 const dtypeBytes = (d: Dtype) => (d === 'float64' ? 8 : 4);
 
 /**
- * What can skip an assignment: statements, short-circuit operators, lambdas and preprocessor lines
- * (`#ifdef`). An output a body with any of these assigns is loaded before the body runs.
- */
-const CONTROL = /\b(if|else|for|while|do|switch|case|return|break|continue|goto|asm)\b|&&|\|\||\[\s*[&=\]]|#/;
-
-/**
- * Whether the body surely assigns output `name` and never reads it, so that the vector path may store
- * it without loading it first: straight-line code (nothing in CONTROL), and every mention of `name` the
- * target of a plain assignment at the start of a statement; the preamble does not mention it (a macro
- * could). Anything else is loaded first, as the scalar path's reference would read it.
- */
-export function writesOnly(name: string, body: string, preamble = ''): boolean {
-  const code = body.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/.*$/gm, ' ');
-  if (CONTROL.test(code) || new RegExp(`\\b${name}\\b`).test(preamble)) return false;
-  const mentions = code.match(new RegExp(`\\b${name}\\b`, 'g'))?.length ?? 0;
-  const assigned = code.match(new RegExp(`(^|[;{}])\\s*${name}\\s*=(?!=)`, 'g'))?.length ?? 0;
-  return assigned > 0 && assigned === mentions;
-}
-
-/**
  * How many elements each thread takes per vector access (1: no vector path): 16 bytes of the widest
  * dtype among the arrays read or written element by element (raw arrays and scalars do not count).
  */
@@ -187,12 +167,11 @@ function generate(
     b.line('    for (long long ck_j = ck_i; ck_j < ck_nv; ck_j += ck_stride) {');
     for (const { p, t } of loaded)
       b.line(`      const ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_in_${p.name})[ck_j];`);
+    // Outputs start from their old values, as the scalar loops' references do, so that what the body
+    // leaves unwritten is kept. No text scan can tell a body that surely writes (macros, comments,
+    // strings); the compiler can, and drops the load then (the saxpy's PTX is the same as without it).
     for (const { p, t } of stored)
-      b.line(
-        writesOnly(p.name, spec.body, spec.preamble)
-          ? `      ${vec(t)} ck_${p.name}_v;`
-          : `      ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_out_${p.name})[ck_j];`,
-      );
+      b.line(`      ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_out_${p.name})[ck_j];`);
     b.line('#pragma unroll');
     b.line(`      for (int ck_k = 0; ck_k < ${width}; ++ck_k) {`);
     b.line(`        [[maybe_unused]] const long long i = ck_j * ${width} + ck_k;`);
