@@ -28,14 +28,13 @@ function ptx(spec: ElementwiseSpec, types: Dtype[], arrays: boolean[]): string {
 
 const count = (text: string, op: string) => text.split('\n').filter((l) => l.trim().startsWith(`${op} `)).length;
 
-describeNvcc('elementwise PTX', () => {
+describeNvcc('elementwise PTX: vector accesses', () => {
   test.each([
-    // Two inputs read, z only assigned: its load is dropped, so each vector store goes with two loads.
+    // z is a reference into its array; told the alignment, the compiler merges the four elements'
+    // stores into one vector store, and for z += … their loads into one vector load.
     ['saxpy', 'z = a * x + y', 'float32', 'v4.f32', 2],
     ['axpy64', 'z = a * x + y', 'float64', 'v2.f64', 2],
-    // z read or maybe kept: loaded too.
     ['accumulate', 'z += a * x + y', 'float32', 'v4.f32', 3],
-    ['keep', 'if (x > 0) z = a * x + y', 'float32', 'v4.f32', 3],
   ] as const)('%s: %j on %s, %s vectors: %d loads per store', (name, body, dtype, vec, loads) => {
     const text = ptx(
       { in: 'T x, T y, T a', out: 'T z', body, name },
@@ -46,4 +45,20 @@ describeNvcc('elementwise PTX', () => {
     expect(stores).toBeGreaterThan(0);
     expect(count(text, `ld.global.${vec}`)).toBe(loads * stores);
   });
+});
+
+describeNvcc('elementwise PTX: outputs', () => {
+  // z is the element in the array in both paths, so its address can go to intrinsics that need global
+  // memory (a copy in registers goes to local memory, which st.global.cs and ld.global.nc do not reach).
+  test.each(['__stcs(&z, a * x + y)', '__stwt(&z, x)', 'z = __ldg(&z) + x', 'atomicAdd(&z, a * x + y)'])(
+    '%j: z is addressed in global memory, nothing is kept in local memory',
+    (body) => {
+      const text = ptx({ in: 'T x, T y, T a', out: 'T z', body, name: 'address' }, Array(4).fill('float32'), [
+        true,
+        true,
+        false,
+      ]);
+      expect(text).not.toMatch(/\.local\b|local_depot/);
+    },
+  );
 });

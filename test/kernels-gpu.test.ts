@@ -306,6 +306,53 @@ __global__ void scale(T* x, T a, long long n) {
     });
   });
 
+  test("elementwise: a body may pass its output's address to cache-hint intrinsics and atomics, in both paths", () => {
+    for (const scalarOnly of [false, true]) {
+      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
+      const streamed = ck.elementwise({
+        in: 'float32 x, float32 y, float32 a',
+        out: 'float32 z',
+        body: '__stcs(&z, a * x + y)',
+        name: 'streamed',
+        defines,
+      });
+      const evicted = ck.elementwise({
+        in: 'float32 x',
+        out: 'float32 z',
+        body: 'z = __ldcs(&z) + x',
+        name: 'evicted',
+        defines,
+      });
+      const atomic = ck.elementwise({
+        in: 'float32 x',
+        out: 'float32 z',
+        body: 'atomicAdd(&z, x)',
+        name: 'atomic',
+        defines,
+      });
+      for (const n of [5, 1_000_003]) {
+        const x = random('float32', n, seed + 13 * n);
+        const y = random('float32', n, seed + 13 * n + 1);
+        using dx = ck.upload(x);
+        using dy = ck.upload(y);
+        using z = ck.upload(new Float32Array(n).fill(Number.NaN));
+        streamed(dx, dy, 2, { out: z });
+        const want = Array.from(x, (v, i) => Math.fround(2 * v + y[i]));
+        expectClose('float32', z.toHostSync(), want, 3);
+        evicted(dx, { out: z });
+        const twice = want.map((v, i) => Math.fround(v + x[i]));
+        expectClose('float32', z.toHostSync(), twice, 4);
+        atomic(dx, { out: z });
+        expectClose(
+          'float32',
+          z.toHostSync(),
+          twice.map((v, i) => Math.fround(v + x[i])),
+          5,
+        );
+      }
+    }
+  });
+
   test('elementwise: several outputs; a length from options.size when no argument is an array', () => {
     const split = ck.elementwise({
       in: 'float64 x',

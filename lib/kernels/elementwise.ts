@@ -1,8 +1,8 @@
 // elementwise(): CuPy's ElementwiseKernel for DeviceArrays. The user writes the body for one element;
-// we generate a grid-stride kernel around it (any length; 16-byte vector loads and stores where the
-// arrays are aligned, four elements in flight per thread in the scalar loops), compile
-// one instance per combination of dtypes and array/scalar arguments (through the kernel cache), and
-// launch it on the arrays' device.
+// we generate a grid-stride kernel around it (any length; 16-byte vector loads where the arrays are
+// aligned, stores the compiler merges, four elements in flight per thread in the scalar loops),
+// compile one instance per combination of dtypes and array/scalar arguments (through the kernel
+// cache), and launch it on the arrays' device.
 import { type DeviceArray, DeviceArray as DeviceArrayClass, type Dtype, empty } from '../array';
 import { checkInteger, rangeError, typeError } from '../errors';
 import {
@@ -164,23 +164,24 @@ function generate(
     const misaligned = all.map(({ ptr, t }) => `((unsigned long long)${ptr} % sizeof(${vec(t)}))`).join(' | ');
     b.line(`  if (!CK_ELEMENTWISE_SCALAR_ONLY && (${misaligned}) == 0) {`);
     b.line(`    const long long ck_nv = ck_n / ${width};`);
+    // Outputs are references into their arrays, as in the scalar loops: what the body leaves unwritten
+    // is kept, and &z is the element's address (a copy in registers would go to local memory for
+    // __stcs(&z, v) or __ldg(&z)). Told the alignment, the compiler merges the stores of a body that
+    // surely assigns into one vector store (and the loads of one that reads, such as z += x).
+    for (const { p, t } of stored)
+      b.line(
+        `    ${t}* const ck_${p.name}_a = static_cast<${t}*>(__builtin_assume_aligned(ck_out_${p.name}, sizeof(${vec(t)})));`,
+      );
     b.line('    for (long long ck_j = ck_i; ck_j < ck_nv; ck_j += ck_stride) {');
     for (const { p, t } of loaded)
       b.line(`      const ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_in_${p.name})[ck_j];`);
-    // Outputs start from their old values, as the scalar loops' references do, so that what the body
-    // leaves unwritten is kept. No text scan can tell a body that surely writes (macros, comments,
-    // strings); the compiler can, and drops the load then (the saxpy's PTX is the same as without it).
-    for (const { p, t } of stored)
-      b.line(`      ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_out_${p.name})[ck_j];`);
     b.line('#pragma unroll');
     b.line(`      for (int ck_k = 0; ck_k < ${width}; ++ck_k) {`);
     b.line(`        [[maybe_unused]] const long long i = ck_j * ${width} + ck_k;`);
     for (const { p, t } of loaded) b.line(`        [[maybe_unused]] const ${t} ${p.name} = ck_${p.name}_v.v[ck_k];`);
-    for (const { p, t } of stored) b.line(`        ${t}& ${p.name} = ck_${p.name}_v.v[ck_k];`);
+    for (const { p, t } of stored) b.line(`        ${t}& ${p.name} = ck_${p.name}_a[i];`);
     b.user(`${name}:body`, spec.body);
     b.line('        ;').line('      }');
-    for (const { p, t } of stored)
-      b.line(`      reinterpret_cast<${vec(t)}*>(ck_out_${p.name})[ck_j] = ck_${p.name}_v;`);
     b.line('    }');
     b.line(`    ck_i += ck_nv * ${width};`);
     b.line('  }');
