@@ -353,6 +353,43 @@ __global__ void scale(T* x, T a, long long n) {
     }
   });
 
+  test('elementwise: continue and break end the element, in the vector path and the scalar loops', () => {
+    for (const scalarOnly of [false, true]) {
+      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
+      const skip = ck.elementwise({
+        in: 'T x',
+        out: 'T z',
+        body: 'if (x < 0) continue;\nz += x',
+        name: 'skip',
+        defines,
+      });
+      const stop = ck.elementwise({
+        in: 'T x',
+        out: 'T z',
+        body: 'z += 1;\nif (x < 0) break;\nz += x',
+        name: 'stop',
+        defines,
+      });
+      for (const d of ['float32', 'int32'] as const)
+        for (const n of [5, 1_000_003]) {
+          const x = random(d, n, seed + 17 * n);
+          const old = random(d, n, seed + 17 * n + 1);
+          using dx = ck.upload(x);
+          using z = ck.upload(old);
+          skip(dx, { out: z });
+          const skipped = Array.from(old, (v, i) => wrap(d, x[i] < 0 ? v : v + x[i]));
+          expectClose(d, z.toHostSync(), skipped, 3);
+          stop(dx, { out: z });
+          expectClose(
+            d,
+            z.toHostSync(),
+            skipped.map((v, i) => wrap(d, x[i] < 0 ? v + 1 : v + 1 + x[i])),
+            6,
+          );
+        }
+    }
+  });
+
   test('elementwise: several outputs; a length from options.size when no argument is an array', () => {
     const split = ck.elementwise({
       in: 'float64 x',

@@ -252,6 +252,25 @@ describe('generated kernels', () => {
     expect(src).not.toMatch(/ck_vec<float, 4> ck_[wz]_v/);
   });
 
+  test('elementwise: continue and break in the body end its element, in every copy of the body', () => {
+    // In the unrolled scalar loop a bare `continue` skipped the other three elements of the iteration
+    // and `break` ran some of them twice (in the tail loop); in the vector path they acted per element.
+    const b = elementwiseSource(
+      { in: 'float32 x', out: 'float32 z', body: 'if (x < 0) continue;\nz = x', name: 'skip' },
+      ['float32', 'float32'],
+      [true],
+    );
+    // Each copy: `do {`, the body's two lines and its #line, `;`, `} while (0);`.
+    const parts = b.source.split('#line 1 "skip:body"\n');
+    expect(parts).toHaveLength(7);
+    for (let k = 1; k < parts.length; k++) {
+      const before = parts[k - 1].trimEnd().split('\n');
+      const after = parts[k].split('\n').map((l) => l.trim());
+      expect([k, before[before.length - 1].trim(), after[3], after[4]]).toEqual([k, 'do {', ';', '} while (0);']);
+    }
+    expectLineMarksTrue(b.source, b.program);
+  });
+
   test('elementwise: raw arrays are pointers the body indexes; the preamble comes first', () => {
     const b = elementwiseSource(
       {

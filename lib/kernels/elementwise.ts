@@ -132,9 +132,12 @@ function generate(
     outs.forEach((p, k) => {
       if (!p.raw) b.line(`      ${cType(types[ins.length + k])}& ${p.name} = ck_out_${p.name}[i];`);
     });
+    // In do { } while (0), `continue` and `break` end this element only, as `continue` does in CuPy: in
+    // the unrolled loop they would skip (or, through the tail loop, repeat) the iteration's others.
+    b.line('      do {');
     b.user(`${name}:body`, spec.body);
     // The body's last statement may leave out its semicolon, as in CuPy ('z = a * x + y').
-    b.line('    ;').line('    }');
+    b.line('      ;').line('      } while (0);').line('    }');
   };
   const loads = (count: number) => {
     for (const { p, t } of loaded)
@@ -180,8 +183,9 @@ function generate(
     b.line(`        [[maybe_unused]] const long long i = ck_j * ${width} + ck_k;`);
     for (const { p, t } of loaded) b.line(`        [[maybe_unused]] const ${t} ${p.name} = ck_${p.name}_v.v[ck_k];`);
     for (const { p, t } of stored) b.line(`        ${t}& ${p.name} = ck_${p.name}_a[i];`);
+    b.line('        do {');
     b.user(`${name}:body`, spec.body);
-    b.line('        ;').line('      }');
+    b.line('        ;').line('        } while (0);').line('      }');
     b.line('    }');
     b.line(`    ck_i += ck_nv * ${width};`);
     b.line('  }');
