@@ -280,6 +280,116 @@ __global__ void scale(T* x, T a, long long n) {
     }
   });
 
+  test('elementwise: outputs a body hides its condition or read from a text scan keep their old values', () => {
+    // A condition in a macro (preamble, defines), a read behind `/*` in a string or a line comment.
+    const bodies: [string, Partial<ck.ElementwiseSpec>, (x: number, old: number) => [number, number]][] = [
+      ['WHEN(x > 0) { z = x; }', { preamble: '#define WHEN(c) if (c)' }, (x, old) => [0, x > 0 ? x : old]],
+      ['POSITIVE { z = x; }', { defines: { POSITIVE: 'if (x > 0)' } }, (x, old) => [0, x > 0 ? x : old]],
+      ['const char* s = "/*"; w = z; s = "*/"; (void)s; z = x', {}, (x, old) => [old, x]],
+      ['// see /* below\nw = z;\n// */\nz = x', {}, (x, old) => [old, x]],
+    ];
+    const n = 1_000_003;
+    const x = random('float32', n, seed + 11);
+    const old = random('float32', n, seed + 12);
+    bodies.forEach(([body, extra, want], k) => {
+      const f = ck.elementwise({ in: 'float32 x', out: 'float32 w, float32 z', body, name: `hidden${k}`, ...extra });
+      using dx = ck.upload(x);
+      using w = ck.upload(new Float32Array(n));
+      using z = ck.upload(old);
+      f(dx, { out: [w, z] });
+      const [gw, gz] = [w.toHostSync(), z.toHostSync()];
+      for (let i = 0; i < n; i++) {
+        const [ww, wz] = want(x[i], old[i]);
+        if (gw[i] !== ww || gz[i] !== wz)
+          throw new Error(`${body}: element ${i}: got w ${gw[i]}, z ${gz[i]}, want ${ww}, ${wz} (seed ${seed})`);
+      }
+    });
+  });
+
+  test("elementwise: a body may pass its output's address to cache-hint intrinsics and atomics, in both paths", () => {
+    for (const scalarOnly of [false, true]) {
+      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
+      const streamed = ck.elementwise({
+        in: 'float32 x, float32 y, float32 a',
+        out: 'float32 z',
+        body: '__stcs(&z, a * x + y)',
+        name: 'streamed',
+        defines,
+      });
+      const evicted = ck.elementwise({
+        in: 'float32 x',
+        out: 'float32 z',
+        body: 'z = __ldcs(&z) + x',
+        name: 'evicted',
+        defines,
+      });
+      const atomic = ck.elementwise({
+        in: 'float32 x',
+        out: 'float32 z',
+        body: 'atomicAdd(&z, x)',
+        name: 'atomic',
+        defines,
+      });
+      for (const n of [5, 1_000_003]) {
+        const x = random('float32', n, seed + 13 * n);
+        const y = random('float32', n, seed + 13 * n + 1);
+        using dx = ck.upload(x);
+        using dy = ck.upload(y);
+        using z = ck.upload(new Float32Array(n).fill(Number.NaN));
+        streamed(dx, dy, 2, { out: z });
+        const want = Array.from(x, (v, i) => Math.fround(2 * v + y[i]));
+        expectClose('float32', z.toHostSync(), want, 3);
+        evicted(dx, { out: z });
+        const twice = want.map((v, i) => Math.fround(v + x[i]));
+        expectClose('float32', z.toHostSync(), twice, 4);
+        atomic(dx, { out: z });
+        expectClose(
+          'float32',
+          z.toHostSync(),
+          twice.map((v, i) => Math.fround(v + x[i])),
+          5,
+        );
+      }
+    }
+  });
+
+  test('elementwise: continue and break end the element, in the vector path and the scalar loops', () => {
+    for (const scalarOnly of [false, true]) {
+      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
+      const skip = ck.elementwise({
+        in: 'T x',
+        out: 'T z',
+        body: 'if (x < 0) continue;\nz += x',
+        name: 'skip',
+        defines,
+      });
+      const stop = ck.elementwise({
+        in: 'T x',
+        out: 'T z',
+        body: 'z += 1;\nif (x < 0) break;\nz += x',
+        name: 'stop',
+        defines,
+      });
+      for (const d of ['float32', 'int32'] as const)
+        for (const n of [5, 1_000_003]) {
+          const x = random(d, n, seed + 17 * n);
+          const old = random(d, n, seed + 17 * n + 1);
+          using dx = ck.upload(x);
+          using z = ck.upload(old);
+          skip(dx, { out: z });
+          const skipped = Array.from(old, (v, i) => wrap(d, x[i] < 0 ? v : v + x[i]));
+          expectClose(d, z.toHostSync(), skipped, 3);
+          stop(dx, { out: z });
+          expectClose(
+            d,
+            z.toHostSync(),
+            skipped.map((v, i) => wrap(d, x[i] < 0 ? v + 1 : v + 1 + x[i])),
+            6,
+          );
+        }
+    }
+  });
+
   test('elementwise: several outputs; a length from options.size when no argument is an array', () => {
     const split = ck.elementwise({
       in: 'float64 x',

@@ -1,8 +1,8 @@
 // elementwise(): CuPy's ElementwiseKernel for DeviceArrays. The user writes the body for one element;
-// we generate a grid-stride kernel around it (any length; 16-byte vector loads and stores where the
-// arrays are aligned, four elements in flight per thread in the scalar loops), compile
-// one instance per combination of dtypes and array/scalar arguments (through the kernel cache), and
-// launch it on the arrays' device.
+// we generate a grid-stride kernel around it (any length; 16-byte vector loads where the arrays are
+// aligned, stores the compiler merges, four elements in flight per thread in the scalar loops),
+// compile one instance per combination of dtypes and array/scalar arguments (through the kernel
+// cache), and launch it on the arrays' device.
 import { type DeviceArray, DeviceArray as DeviceArrayClass, type Dtype, empty } from '../array';
 import { checkInteger, rangeError, typeError } from '../errors';
 import {
@@ -75,26 +75,6 @@ const VECTOR_BYTES = 16;
 const dtypeBytes = (d: Dtype) => (d === 'float64' ? 8 : 4);
 
 /**
- * What can skip an assignment: statements, short-circuit operators, lambdas and preprocessor lines
- * (`#ifdef`). An output a body with any of these assigns is loaded before the body runs.
- */
-const CONTROL = /\b(if|else|for|while|do|switch|case|return|break|continue|goto|asm)\b|&&|\|\||\[\s*[&=\]]|#/;
-
-/**
- * Whether the body surely assigns output `name` and never reads it, so that the vector path may store
- * it without loading it first: straight-line code (nothing in CONTROL), and every mention of `name` the
- * target of a plain assignment at the start of a statement; the preamble does not mention it (a macro
- * could). Anything else is loaded first, as the scalar path's reference would read it.
- */
-export function writesOnly(name: string, body: string, preamble = ''): boolean {
-  const code = body.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/.*$/gm, ' ');
-  if (CONTROL.test(code) || new RegExp(`\\b${name}\\b`).test(preamble)) return false;
-  const mentions = code.match(new RegExp(`\\b${name}\\b`, 'g'))?.length ?? 0;
-  const assigned = code.match(new RegExp(`(^|[;{}])\\s*${name}\\s*=(?!=)`, 'g'))?.length ?? 0;
-  return assigned > 0 && assigned === mentions;
-}
-
-/**
  * How many elements each thread takes per vector access (1: no vector path): 16 bytes of the widest
  * dtype among the arrays read or written element by element (raw arrays and scalars do not count).
  */
@@ -152,9 +132,12 @@ function generate(
     outs.forEach((p, k) => {
       if (!p.raw) b.line(`      ${cType(types[ins.length + k])}& ${p.name} = ck_out_${p.name}[i];`);
     });
+    // In do { } while (0), `continue` and `break` end this element only, as `continue` does in CuPy: in
+    // the unrolled loop they would skip (or, through the tail loop, repeat) the iteration's others.
+    b.line('      do {');
     b.user(`${name}:body`, spec.body);
     // The body's last statement may leave out its semicolon, as in CuPy ('z = a * x + y').
-    b.line('    ;').line('    }');
+    b.line('      ;').line('      } while (0);').line('    }');
   };
   const loads = (count: number) => {
     for (const { p, t } of loaded)
@@ -184,24 +167,25 @@ function generate(
     const misaligned = all.map(({ ptr, t }) => `((unsigned long long)${ptr} % sizeof(${vec(t)}))`).join(' | ');
     b.line(`  if (!CK_ELEMENTWISE_SCALAR_ONLY && (${misaligned}) == 0) {`);
     b.line(`    const long long ck_nv = ck_n / ${width};`);
+    // Outputs are references into their arrays, as in the scalar loops: what the body leaves unwritten
+    // is kept, and &z is the element's address (a copy in registers would go to local memory for
+    // __stcs(&z, v) or __ldg(&z)). Told the alignment, the compiler merges the stores of a body that
+    // surely assigns into one vector store (and the loads of one that reads, such as z += x).
+    for (const { p, t } of stored)
+      b.line(
+        `    ${t}* const ck_${p.name}_a = static_cast<${t}*>(__builtin_assume_aligned(ck_out_${p.name}, sizeof(${vec(t)})));`,
+      );
     b.line('    for (long long ck_j = ck_i; ck_j < ck_nv; ck_j += ck_stride) {');
     for (const { p, t } of loaded)
       b.line(`      const ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_in_${p.name})[ck_j];`);
-    for (const { p, t } of stored)
-      b.line(
-        writesOnly(p.name, spec.body, spec.preamble)
-          ? `      ${vec(t)} ck_${p.name}_v;`
-          : `      ${vec(t)} ck_${p.name}_v = reinterpret_cast<const ${vec(t)}*>(ck_out_${p.name})[ck_j];`,
-      );
     b.line('#pragma unroll');
     b.line(`      for (int ck_k = 0; ck_k < ${width}; ++ck_k) {`);
     b.line(`        [[maybe_unused]] const long long i = ck_j * ${width} + ck_k;`);
     for (const { p, t } of loaded) b.line(`        [[maybe_unused]] const ${t} ${p.name} = ck_${p.name}_v.v[ck_k];`);
-    for (const { p, t } of stored) b.line(`        ${t}& ${p.name} = ck_${p.name}_v.v[ck_k];`);
+    for (const { p, t } of stored) b.line(`        ${t}& ${p.name} = ck_${p.name}_a[i];`);
+    b.line('        do {');
     b.user(`${name}:body`, spec.body);
-    b.line('        ;').line('      }');
-    for (const { p, t } of stored)
-      b.line(`      reinterpret_cast<${vec(t)}*>(ck_out_${p.name})[ck_j] = ck_${p.name}_v;`);
+    b.line('        ;').line('        } while (0);').line('      }');
     b.line('    }');
     b.line(`    ck_i += ck_nv * ${width};`);
     b.line('  }');
