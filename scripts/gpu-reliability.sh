@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: gpu-reliability.sh OUTDIR}
 deadline=${CK_DEADLINE:-560}
 mkdir -p "$out/native" "$out/soak"
+# -k: a jest that outlives SIGTERM is killed 10 s later; left running it would hold device memory
+# through the soak's end measurement (a 2026-11-26 soak logged 861 MiB "leaked" that way).
 CK_JEST_ARGS="${CK_JEST_ARGS:-test/faults test/fuzz test/property.test test/load test/workers}" \
-  timeout "${CK_NATIVE_TIMEOUT:-200}" bash scripts/gpu-run.sh "$out/native" test > /dev/null
+  timeout -k 10 "${CK_NATIVE_TIMEOUT:-200}" bash scripts/gpu-run.sh "$out/native" test > /dev/null
 rm -f "$out/native/jest.json" "$out/native/cublas-check.log"
 export PATH=/tmp/ck-node/bin:$PATH CK_REQUIRE_GPU=1
 left=$((deadline - SECONDS - 45))

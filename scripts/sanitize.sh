@@ -6,7 +6,8 @@
 #   CK_SANITIZE="memcheck racecheck"   the tools (default: all four)
 #   CK_JEST_ARGS="test/property ..."   the suites (default: every suite that covers all families
 #                                      and variants at small sizes, plus the fault, fuzz and load ones)
-#   CK_TOOL_TIMEOUT=300                seconds each tool may take (default: no limit)
+#   CK_TOOL_TIMEOUT=300                seconds each tool may take (default: no limit); then SIGTERM,
+#                                      and SIGKILL 10 s later (a sanitized jest can outlive SIGTERM)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools=${CK_SANITIZE:-memcheck racecheck initcheck synccheck}
@@ -17,7 +18,7 @@ for tool in $tools; do
   # checked by the addon; kernel memory errors, races, uninitialised reads and barrier misuse are
   # what the sanitizer is here for.
   # shellcheck disable=SC2086
-  CK_REQUIRE_GPU=1 CK_SANITIZER_TOOL=$tool CK_APSP_QUICK=1 ${CK_TOOL_TIMEOUT:+timeout $CK_TOOL_TIMEOUT} compute-sanitizer --tool "$tool" --report-api-errors no \
+  CK_REQUIRE_GPU=1 CK_SANITIZER_TOOL=$tool CK_APSP_QUICK=1 ${CK_TOOL_TIMEOUT:+timeout -k 10 $CK_TOOL_TIMEOUT} compute-sanitizer --tool "$tool" --report-api-errors no \
     --error-exitcode 86 --target-processes all node node_modules/jest/bin/jest.js -i $suites
   rc=$?
   echo "compute-sanitizer $tool: exit $rc"
