@@ -7,12 +7,12 @@ import * as path from 'node:path';
 
 import type { Dtype } from '../lib/array';
 import { elementwiseSource, type ElementwiseSpec } from '../lib/kernels/elementwise';
+import { describeNeeding } from './helpers/gpu';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const nvcc: string | undefined = require('../scripts/build.js').findNvcc();
-const describeNvcc = nvcc
-  ? describe
-  : (name: string, fn: () => void) => describe.skip(`${name} [skipped: no nvcc ($CUDA_PATH/bin, PATH)]`, fn);
+const describeNvcc = (name: string, fn: () => void) =>
+  describeNeeding(name, fn, nvcc ? null : 'no nvcc ($CUDA_PATH/bin, PATH)');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-ptx-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

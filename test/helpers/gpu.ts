@@ -1,7 +1,8 @@
-// The one place GPU suites are skipped: without a device they are registered as skipped, with the
-// reason in their title, so `npm test` lists them and says why. With CK_REQUIRE_GPU=1 (the GPU
-// runner sets it) having no device at all fails instead of skipping; a suite that needs more
-// devices than the machine has still skips, with the count in its title.
+// The one place suites are skipped (GPU suites, and suites that need a tool such as nvcc): without
+// what they need they are registered as skipped, with the reason in their title, so `npm test` lists
+// them and says why. With CK_REQUIRE_GPU=1 (the GPU runner sets it) having no device at all fails
+// instead of skipping; a suite that needs more devices than the machine has still skips, with the
+// count in its title.
 import { deviceCount, runtimeInfo } from '../../lib';
 
 export const gpuCount = deviceCount();
@@ -27,6 +28,16 @@ export function describeGpu(name: string, fn: () => void, minDevices = 1): void 
   const reason =
     gpuCount === 0 ? `no GPU — ${runtimeInfo().noDeviceReason}` : `needs ${minDevices} GPUs, found ${gpuCount}`;
   register(name, fn, gpuCount >= minDevices, reason);
+}
+
+/**
+ * A suite that needs something other than a GPU (a compiler, a tool): skipped where `missing` is a
+ * reason (with it in the title, as the GPU suites are), run where it is null.
+ */
+export function describeNeeding(name: string, fn: () => void, missing: string | null): void {
+  const skipped = describe.skip;
+  if (missing === null) describe(name, fn);
+  else skipped(`${name} [skipped: ${missing}]`, fn);
 }
 
 /** A suite about behaviour without any GPU (skipped where a device is present). */
