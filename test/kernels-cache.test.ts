@@ -426,8 +426,9 @@ describe('entries', () => {
 });
 
 describe('size bound and clearing', () => {
-  test('the least recently used entries go first once the folder passes its bound', async () => {
-    const size = encodeEntry('0'.repeat(64), {
+  /** The bytes of one entry of the fake compiler's code for SAXPY (all the entries these tests make). */
+  const entryBytes = () =>
+    encodeEntry('0'.repeat(64), {
       code: fakeCode({ ...request(), source: SAXPY + '//0' }),
       cubin: true,
       arch: 90,
@@ -435,6 +436,9 @@ describe('size bound and clearing', () => {
       log: '',
       note: '',
     }).length;
+
+  test('the least recently used entries go first once the folder passes its bound', async () => {
+    const size = entryBytes();
     const { cache } = makeCache({}, { maxBytes: 3 * size });
     const keys: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -496,14 +500,7 @@ describe('size bound and clearing', () => {
   });
 
   test('with the folder given as ".", a hit in this process still keeps its entry from the size bound', () => {
-    const size = encodeEntry('0'.repeat(64), {
-      code: fakeCode({ ...request(), source: SAXPY + '//0' }),
-      cubin: true,
-      arch: 90,
-      lowered: {},
-      log: '',
-      note: '',
-    }).length;
+    const size = entryBytes();
     const { cache } = makeCache();
     const reqs = [0, 1, 2, 3].map((i) => request({ source: SAXPY + `//${i}` }));
     const keys = reqs.map((q) => cache.get(q).key!);

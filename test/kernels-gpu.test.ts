@@ -68,6 +68,12 @@ function expectClose(
 
 const wrap = (dtype: Dtype, v: number) => (dtype === 'int32' ? v | 0 : dtype === 'uint32' ? v >>> 0 : v);
 
+/** elementwise() built for each path: as called (the vector path), and the scalar loops only. */
+const BOTH_PATHS = [undefined, { CK_ELEMENTWISE_SCALAR_ONLY: 1 }] as const;
+const elementwiseWith =
+  (defines: (typeof BOTH_PATHS)[number]) => (name: string, inputs: string, outputs: string, body: string) =>
+    ck.elementwise({ in: inputs, out: outputs, body, name, defines });
+
 const describeKernels = nvrtc.available
   ? describeGpu
   : (name: string, fn: () => void) => describe.skip(`${name} [skipped: no NVRTC — ${nvrtc.code}]`, fn);
@@ -245,11 +251,11 @@ __global__ void scale(T* x, T a, long long n) {
   });
 
   test('elementwise: the vector path and the scalar loops agree; bodies that may not write keep the old values', () => {
-    for (const scalarOnly of [false, true]) {
-      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
-      const keep = ck.elementwise({ in: 'T x', out: 'T z', body: 'if (x > 0) z = x', name: 'keep', defines });
-      const acc = ck.elementwise({ in: 'T x', out: 'T z', body: 'z += x', name: 'acc', defines });
-      const widen = ck.elementwise({ in: 'float32 x', out: 'float64 z', body: 'z = 2.0 * x', name: 'widen', defines });
+    for (const defines of BOTH_PATHS) {
+      const k = elementwiseWith(defines);
+      const keep = k('keep', 'T x', 'T z', 'if (x > 0) z = x');
+      const acc = k('acc', 'T x', 'T z', 'z += x');
+      const widen = k('widen', 'float32 x', 'float64 z', 'z = 2.0 * x');
       for (const d of ['float32', 'float64', 'int32'] as const)
         for (const n of [1, 3, 5, 1_000_003, (1 << 20) + 6]) {
           const x = random(d, n, seed + 7 * n);
@@ -307,29 +313,11 @@ __global__ void scale(T* x, T a, long long n) {
   });
 
   test("elementwise: a body may pass its output's address to cache-hint intrinsics and atomics, in both paths", () => {
-    for (const scalarOnly of [false, true]) {
-      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
-      const streamed = ck.elementwise({
-        in: 'float32 x, float32 y, float32 a',
-        out: 'float32 z',
-        body: '__stcs(&z, a * x + y)',
-        name: 'streamed',
-        defines,
-      });
-      const evicted = ck.elementwise({
-        in: 'float32 x',
-        out: 'float32 z',
-        body: 'z = __ldcs(&z) + x',
-        name: 'evicted',
-        defines,
-      });
-      const atomic = ck.elementwise({
-        in: 'float32 x',
-        out: 'float32 z',
-        body: 'atomicAdd(&z, x)',
-        name: 'atomic',
-        defines,
-      });
+    for (const defines of BOTH_PATHS) {
+      const k = elementwiseWith(defines);
+      const streamed = k('streamed', 'float32 x, float32 y, float32 a', 'float32 z', '__stcs(&z, a * x + y)');
+      const evicted = k('evicted', 'float32 x', 'float32 z', 'z = __ldcs(&z) + x');
+      const atomic = k('atomic', 'float32 x', 'float32 z', 'atomicAdd(&z, x)');
       for (const n of [5, 1_000_003]) {
         const x = random('float32', n, seed + 13 * n);
         const y = random('float32', n, seed + 13 * n + 1);
@@ -354,22 +342,10 @@ __global__ void scale(T* x, T a, long long n) {
   });
 
   test('elementwise: continue and break end the element, in the vector path and the scalar loops', () => {
-    for (const scalarOnly of [false, true]) {
-      const defines = scalarOnly ? { CK_ELEMENTWISE_SCALAR_ONLY: 1 } : undefined;
-      const skip = ck.elementwise({
-        in: 'T x',
-        out: 'T z',
-        body: 'if (x < 0) continue;\nz += x',
-        name: 'skip',
-        defines,
-      });
-      const stop = ck.elementwise({
-        in: 'T x',
-        out: 'T z',
-        body: 'z += 1;\nif (x < 0) break;\nz += x',
-        name: 'stop',
-        defines,
-      });
+    for (const defines of BOTH_PATHS) {
+      const k = elementwiseWith(defines);
+      const skip = k('skip', 'T x', 'T z', 'if (x < 0) continue;\nz += x');
+      const stop = k('stop', 'T x', 'T z', 'z += 1;\nif (x < 0) break;\nz += x');
       for (const d of ['float32', 'int32'] as const)
         for (const n of [5, 1_000_003]) {
           const x = random(d, n, seed + 17 * n);
