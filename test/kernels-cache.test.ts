@@ -301,6 +301,18 @@ describe('entries', () => {
     expect(back).toEqual({ ...code, code: new Uint8Array([1, 2, 3, 4, 5]) });
   });
 
+  test('an entry inside a larger buffer (a view with an offset), as a plain Uint8Array too', () => {
+    const good = encodeEntry(key, code);
+    const big = new Uint8Array(good.length + 16).fill(7);
+    big.set(good, 9);
+    const view = new Uint8Array(big.buffer, 9, good.length);
+    for (const data of [view, Buffer.from(big.buffer, 9, good.length)]) {
+      const back = decodeEntry(data, key);
+      expect(back && [...back.code]).toEqual([1, 2, 3, 4, 5]);
+      expect(back?.lowered).toEqual({ k: '_Z1k' });
+    }
+  });
+
   test('any single flipped byte, any truncation, another key, or garbage is refused', () => {
     const good = encodeEntry(key, code);
     for (let i = 0; i < good.length; i++) {

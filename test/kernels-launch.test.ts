@@ -65,6 +65,35 @@ describe('argument checks', () => {
     expect(() => write('int n', NaN)).toThrow(RangeError);
   });
 
+  test('every integer type is written at its offset, with its width and sign, and nothing beside it', () => {
+    const cases: [string, number | bigint, number, (v: DataView) => number | bigint][] = [
+      ['signed char n', -128, 1, (v) => v.getInt8(8)],
+      ['unsigned char n', 200, 1, (v) => v.getUint8(8)],
+      ['short n', -300, 2, (v) => v.getInt16(8, true)],
+      ['unsigned short n', 65000, 2, (v) => v.getUint16(8, true)],
+      ['int n', -70000, 4, (v) => v.getInt32(8, true)],
+      ['unsigned n', 4000000000, 4, (v) => v.getUint32(8, true)],
+      ['long long n', -(2n ** 40n) - 3n, 8, (v) => v.getBigInt64(8, true)],
+      ['unsigned long long n', 2n ** 63n + 5n, 8, (v) => v.getBigUint64(8, true)],
+    ];
+    for (const [decl, value, width, read] of cases) {
+      const p = parseParam(decl, 'p');
+      const bytes = new Uint8Array(24).fill(0xa5);
+      const view = new DataView(bytes.buffer);
+      argWriter('k', p.name, p.type, 8, 0)(view, value, []);
+      expect([decl, read(view)]).toEqual([decl, value]);
+      // The poison around the parameter is untouched.
+      expect([decl, [...bytes.subarray(0, 8), ...bytes.subarray(8 + width)].every((b) => b === 0xa5)]).toEqual([
+        decl,
+        true,
+      ]);
+    }
+    // Bounds are named in the error only: the text is made when it is thrown.
+    expect(() => write('unsigned long long n', -1n)).toThrow(
+      /an integer in \[0, 18446744073709551615\], got bigint -1/,
+    );
+  });
+
   test('floats take numbers; bool takes booleans or 0/1', () => {
     expect(write('float a', 0.1).view.getFloat32(0, true)).toBeCloseTo(0.1, 7);
     expect(write('double a', Math.PI).view.getFloat64(0, true)).toBe(Math.PI);

@@ -6,6 +6,7 @@ import {
   findKernels,
   instantiate,
   kernelSignature,
+  isIdentifier,
   normalizeExpression,
   splitExpression,
   stripSource,
@@ -197,6 +198,12 @@ extern "C" __global__ void declaredFirst(int n) {}
   test('name expressions', () => {
     expect(normalizeExpression(' scale< float , 4 > ')).toBe('scale<float,4>');
     expect(normalizeExpression('ns :: k')).toBe('ns::k');
+    // Plain names skip the regex passes and come back as they are; anything else is normalised.
+    expect(normalizeExpression('saxpy_2')).toBe('saxpy_2');
+    expect(normalizeExpression(' saxpy ')).toBe('saxpy');
+    expect(normalizeExpression('k <int>')).toBe('k<int>');
+    expect(['k', '_k9', 'K_'].every(isIdentifier)).toBe(true);
+    expect(['', '9k', 'k-1', 'k<int>', ' k', 'ns::k', 'é'].some(isIdentifier)).toBe(false);
     expect(splitExpression('&ns::scale<float, 4>')).toEqual({ base: 'scale', args: ['float', '4'] });
     expect(splitExpression('ns::k')).toEqual({ base: 'k', args: null });
     expect(splitExpression('k<cuda::std::pair<int, int>>')).toEqual({ base: 'k', args: ['cuda::std::pair<int, int>'] });

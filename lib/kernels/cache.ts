@@ -158,16 +158,19 @@ export function encodeEntry(key: string, c: CompiledCode): Buffer {
 
 /** The entry for `key` in `data`, or null when it is not one (wrong magic, length or checksum, another key). */
 export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null {
-  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  if (buf.length < HEAD + SUM || !buf.subarray(0, MAGIC.length).equals(MAGIC)) return null;
+  // Ranges of the one buffer rather than subarrays of it: a disk hit runs this once or twice per process,
+  // interpreted, where every temporary object shows in its time.
+  const n = data.byteLength;
+  if (n < HEAD + SUM) return null;
+  for (let i = 0; i < MAGIC.length; i++) if (data[i] !== MAGIC[i]) return null;
+  const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, n);
   const metaLength = buf.readUInt32LE(MAGIC.length);
   const codeLength = buf.readUInt32LE(MAGIC.length + 4);
-  if (HEAD + metaLength + codeLength + SUM !== buf.length) return null;
-  const body = buf.subarray(0, buf.length - SUM);
-  if (sha256(body) !== buf.subarray(buf.length - SUM).toString('hex')) return null;
+  if (HEAD + metaLength + codeLength + SUM !== n) return null;
+  if (sha256(buf.subarray(0, n - SUM)) !== buf.toString('hex', n - SUM, n)) return null;
   let meta: Record<string, unknown>;
   try {
-    meta = JSON.parse(buf.subarray(HEAD, HEAD + metaLength).toString('utf8')) as Record<string, unknown>;
+    meta = JSON.parse(buf.toString('utf8', HEAD, HEAD + metaLength)) as Record<string, unknown>;
   } catch {
     return null;
   }
@@ -182,8 +185,8 @@ export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null 
     meta.lowered === null
   )
     return null;
-  const code = new Uint8Array(codeLength);
-  code.set(buf.subarray(HEAD + metaLength, HEAD + metaLength + codeLength));
+  // A view, not a copy: the entry's buffer is read for this entry alone and kept only through it.
+  const code = new Uint8Array(buf.buffer, buf.byteOffset + HEAD + metaLength, codeLength);
   return {
     code,
     cubin: meta.cubin,

@@ -89,6 +89,8 @@ const MAX_FILES = 5000;
 
 /** Every header `source` reaches through #include, found as NVRTC would find it (see {@link IncludeContext}). */
 export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet {
+  // Most kernels include nothing: then nothing is reachable, whatever the headers and folders.
+  if (!source.includes('include')) return { entries: [], missing: [], computed: false };
   const entries = new Map<string, string>();
   const missing = new Set<string>();
   let computed = false;

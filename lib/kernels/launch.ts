@@ -144,6 +144,30 @@ const INT_RANGES: Partial<Record<ScalarKind, [bigint, bigint]>> = {
   uint64: [0n, 2n ** 64n - 1n],
 };
 
+/** The DataView write of an integer scalar of kind `s` at `offset` (one closure, made when the kernel is first launched). */
+function intSetter(s: ScalarKind, offset: number): (view: DataView, v: number | bigint) => void {
+  switch (s) {
+    case 'int8':
+      return (view, v) => view.setInt8(offset, Number(v));
+    case 'uint8':
+      return (view, v) => view.setUint8(offset, Number(v));
+    case 'int16':
+      return (view, v) => view.setInt16(offset, Number(v), true);
+    case 'uint16':
+      return (view, v) => view.setUint16(offset, Number(v), true);
+    case 'int32':
+      return (view, v) => view.setInt32(offset, Number(v), true);
+    case 'uint32':
+      return (view, v) => view.setUint32(offset, Number(v), true);
+    case 'int64':
+      return (view, v) => view.setBigInt64(offset, BigInt(v), true);
+    case 'uint64':
+      return (view, v) => view.setBigUint64(offset, BigInt(v), true);
+    default:
+      throw new TypeError(`no integer writer for ${s}`);
+  }
+}
+
 /** Writes one argument into the packed buffer, or pushes an array's handle. */
 export type ArgWriter = (view: DataView, value: unknown, handles: (BufferHandle | null)[]) => void;
 
@@ -198,25 +222,17 @@ export function argWriter(where: string, name: string, type: ParamType, offset: 
   const [lo, hi] = INT_RANGES[s]!;
   const loN = Number(lo);
   const hiN = Number(hi);
-  const bounds = `an integer in [${lo}, ${hi}]`;
-  const set: (view: DataView, v: number | bigint) => void = {
-    int8: (view: DataView, v: number | bigint) => view.setInt8(offset, Number(v)),
-    uint8: (view: DataView, v: number | bigint) => view.setUint8(offset, Number(v)),
-    int16: (view: DataView, v: number | bigint) => view.setInt16(offset, Number(v), true),
-    uint16: (view: DataView, v: number | bigint) => view.setUint16(offset, Number(v), true),
-    int32: (view: DataView, v: number | bigint) => view.setInt32(offset, Number(v), true),
-    uint32: (view: DataView, v: number | bigint) => view.setUint32(offset, Number(v), true),
-    int64: (view: DataView, v: number | bigint) => view.setBigInt64(offset, BigInt(v), true),
-    uint64: (view: DataView, v: number | bigint) => view.setBigUint64(offset, BigInt(v), true),
-  }[s as 'int8'];
+  // Made only for an error: bigints' text is not free, and a kernel's first launch is timed.
+  const bounds = () => `an integer in [${lo}, ${hi}]`;
+  const set = intSetter(s, offset);
   return (view, value) => {
     if (typeof value === 'number') {
       // Numbers beyond 2^53 are not exact integers any more: those take a bigint.
       if (!Number.isInteger(value) || value < loN || value > hiN || !Number.isSafeInteger(value))
-        throw rangeError(label, Number.isSafeInteger(hiN) ? bounds : `${bounds} (a bigint beyond 2^53)`, value);
+        throw rangeError(label, Number.isSafeInteger(hiN) ? bounds() : `${bounds()} (a bigint beyond 2^53)`, value);
       set(view, value);
     } else if (typeof value === 'bigint') {
-      if (value < lo || value > hi) throw rangeError(label, bounds, value);
+      if (value < lo || value > hi) throw rangeError(label, bounds(), value);
       set(view, value);
     } else {
       throw typeError(label, 'an integer (number or bigint)', value);

@@ -31,6 +31,7 @@ import { NvrtcCompiler } from './nvrtc';
 import { type CompileOptions, nvrtcOptions, resolveCompileOptions, type ResolvedOptions } from './options';
 import {
   findKernels,
+  isIdentifier,
   type KernelDeclaration,
   kernelSignature,
   normalizeExpression,
@@ -228,7 +229,7 @@ export class Module {
     const wanted = normalizeExpression(name);
     const expression = this.#options.nameExpressions.find((e) => normalizeExpression(e) === wanted);
     const declaredC = this.#declarations.some((d) => d.name === name && d.externC && d.template === null);
-    if (expression === undefined && !declaredC && !(sig.source === 'signatures' && /^[A-Za-z_]\w*$/.test(name))) {
+    if (expression === undefined && !declaredC && !(sig.source === 'signatures' && isIdentifier(name))) {
       throw new RangeError(
         `${this.name}: kernel ${name} is a C++ name (mangled in the compiled code): declare it extern "C", ` +
           `or compile with options.nameExpressions: ['${name}']`,
@@ -432,14 +433,13 @@ interface DeviceState {
 export class Kernel {
   /** The name it was asked for by (an extern "C" name or a name expression). */
   readonly name: string;
-  /** Its parameters, in order. */
-  readonly params: readonly KernelParam[];
   readonly #module: Module;
   readonly #expression: string | null;
   readonly #types: ParamType[];
   readonly #names: string[];
   readonly #devices = new Map<number, DeviceState>();
   readonly #handles: (BufferHandle | null)[] = [];
+  #params: readonly KernelParam[] | null = null;
 
   /** @internal Use {@link Module.kernel}. */
   constructor(module: Module, name: string, expression: string | null, params: { name: string; type: ParamType }[]) {
@@ -448,21 +448,26 @@ export class Kernel {
     this.#expression = expression;
     this.#types = params.map((p) => p.type);
     this.#names = params.map((p) => p.name);
-    this.params = Object.freeze(
-      params.map((p) =>
+  }
+
+  /** Its parameters, in order (made when first asked for: a launch does not need them). */
+  get params(): readonly KernelParam[] {
+    this.#params ??= Object.freeze(
+      this.#types.map((type, i) =>
         Object.freeze(
-          p.type.kind === 'pointer'
+          type.kind === 'pointer'
             ? {
-                name: p.name,
-                type: p.type.text,
+                name: this.#names[i],
+                type: type.text,
                 kind: 'pointer' as const,
-                dtype: p.type.dtype,
-                readOnly: p.type.readOnly,
+                dtype: type.dtype,
+                readOnly: type.readOnly,
               }
-            : { name: p.name, type: p.type.text, kind: 'scalar' as const },
+            : { name: this.#names[i], type: type.text, kind: 'scalar' as const },
         ),
       ),
     );
+    return this.#params;
   }
 
   #state(device: number): DeviceState {

@@ -209,8 +209,21 @@ export function findKernels(source: string): KernelDeclaration[] {
   return order.map((k) => found.get(k)!);
 }
 
+/** Whether `s` is a C identifier (letters, digits, `_`, not starting with a digit), checked without a regex. */
+export function isIdentifier(s: string): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const letter = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+    if (!letter && (i === 0 || c < 48 || c > 57)) return false;
+  }
+  return true;
+}
+
 /** A name expression without spaces that do not separate words: `scale< float , 4 >` → `scale<float,4>`. */
 export function normalizeExpression(expr: string): string {
+  // A plain name (the usual extern "C" kernel) is already normal: no regex pass for it.
+  if (isIdentifier(expr)) return expr;
   return expr
     .trim()
     .replace(/\s+/g, ' ')
