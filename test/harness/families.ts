@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import * as ck from '../../lib';
 import type { DeviceArray } from '../../lib';
 import { flatWeights } from '../../lib/ops/mlp-spec';
+import { FLOAT32_KINK_MARGIN, reluMargin } from './mlp-margin';
 
 /** Size limits for the random problems: small under a sanitizer (CK_SANITIZER_TOOL set), larger natively. */
 export interface Limits {
@@ -637,9 +638,25 @@ const mlpFamily: Family<MlpP> = {
           check: async () => {
             const r = ref();
             if (!r.errors.every(Number.isFinite)) return `the CPU reference diverged (errors ${r.errors.join(', ')})`;
-            const bad = errors.findIndex((e, i) => !(Math.abs(e - r.errors[i]) <= 1e-4 * Math.abs(r.errors[i])));
-            if (bad >= 0) return `epoch ${bad + 1} error ${errors[bad]} against ${r.errors[bad]}`;
-            return relErr('weights', await params.toHost(), r.weights, 1e-4);
+            const within = (tol: number) =>
+              errors.findIndex((e, i) => !(Math.abs(e - r.errors[i]) <= tol * Math.abs(r.errors[i])));
+            const got = await params.toHost();
+            const weightsError = ck.cpu.relativeError(got, r.weights);
+            let bad = within(1e-4);
+            if (bad < 0 && weightsError < 1e-4) return null;
+            // A relu unit at its kink on the reference's path: float32 may take either side of it
+            // (test/harness/mlp-margin.ts). Only gross differences then count.
+            let how = '1e-4';
+            if (p.activation === 'relu') {
+              const { margin } = reluMargin(spec, hx, ht, EPOCHS, p.batch);
+              if (margin < FLOAT32_KINK_MARGIN) {
+                bad = within(1e-2);
+                if (bad < 0 && weightsError < 1e-2) return null;
+                how = `1e-2: a relu unit came within ${margin.toExponential(2)} of its kink`;
+              }
+            }
+            if (bad >= 0) return `epoch ${bad + 1} error ${errors[bad]} against ${r.errors[bad]} (compared at ${how})`;
+            return `weights: relative error ${weightsError} (compared at ${how})`;
           },
         };
       },
