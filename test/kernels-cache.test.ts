@@ -153,6 +153,25 @@ describe('the key', () => {
     expect(keyOf(req('#define S 1\n'))).not.toBe(k2);
   });
 
+  test('the key follows a header reached after a comment, across a line splice, or through %:include', () => {
+    // Each is an #include to the preprocessor (NVRTC compiles them all: test/kernels-nvrtc.test.ts).
+    const inc = path.join(dir, 'inc');
+    fs.mkdirSync(inc);
+    const forms = [
+      '/* why */ #include <a.h>',
+      '# /**/ include <a.h>',
+      '#inc\\\nlude <a.h>',
+      '#\\\r\ninclude "a.h"',
+      '%:include <a.h>',
+    ];
+    const req = (form: string) => request({ source: `${form}\n${SAXPY}`, includePaths: [inc], options: [`-I${inc}`] });
+    fs.writeFileSync(path.join(inc, 'a.h'), '#define A 1\n');
+    const before = forms.map((f) => keyOf(req(f)));
+    fs.writeFileSync(path.join(inc, 'b.tmp'), '#define A 2\n');
+    fs.renameSync(path.join(inc, 'b.tmp'), path.join(inc, 'a.h'));
+    forms.forEach((f, i) => expect([f, keyOf(req(f))]).not.toEqual([f, before[i]]));
+  });
+
   test('a header found nowhere is part of the key; an #include through a macro makes it uncacheable', () => {
     const { cache, compiler } = makeCache();
     const missing = cache.plan(request({ source: '#include "nowhere.h"\n' + SAXPY }), compiler.load());

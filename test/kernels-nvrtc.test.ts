@@ -152,6 +152,26 @@ describeNvrtc(`NVRTC compilations (no GPU needed)${suffix}`, () => {
     }
   });
 
+  test('an #include after a comment, across a line splice or as %:include reads the header (the key covers these)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-nvrtc-inc-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'scale.h'), '#define SCALE 3.0f\n');
+      const body = '\nextern "C" __global__ void k(float* x) { x[0] = SCALE; }\n';
+      for (const form of [
+        '/* why */ #include <scale.h>',
+        '# /**/ include <scale.h>',
+        '#inc\\\nlude <scale.h>',
+        '%:include <scale.h>',
+      ])
+        expect([
+          form,
+          isElf(nvrtc.compile(job({ source: form + body, name: 'k.cu', options: ['--std=c++17', `-I${dir}`] })).code),
+        ]).toEqual([form, true]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("the toolkit's headers (cuda_fp16.h) are found when the toolkit is there", () => {
     if ((info.includeDirs ?? []).length === 0) return; // a bare NVRTC: nothing to find
     const c = nvrtc.compile(

@@ -1,5 +1,7 @@
 // Finding kernels and their parameters in CUDA C++ sources (lib/kernels/signature.ts, ctypes.ts): what a
 // launch checks its arguments against. Pure parsing: runs without a GPU and without NVRTC.
+import fc from 'fast-check';
+
 import { canonicalType, parseParam, parseParamList, UnsupportedParam } from '../lib/kernels/ctypes';
 import { describeKernels, storedKernels } from '../lib/kernels/module';
 import {
@@ -193,6 +195,23 @@ extern "C" __global__ void declaredFirst(int n) {}
     expect(!tooMany.ok && tooMany.kind).toBe('unknown');
     const byValue = kernelSignature('s', findKernels('extern "C" __global__ void s(Weights w) {}'), {});
     expect(byValue).toMatchObject({ ok: false, kind: 'unsupported' });
+  });
+
+  test('the plain-name shortcut changes nothing: the same results as the regex rules alone, on any string', () => {
+    // The rules as they were before plain names skipped them, and the regex isIdentifier replaced.
+    const rules = (e: string) =>
+      e
+        .trim()
+        .replace(/\s+/g, ' ')
+        .replace(/ ?([<>,()*&:[\]]) ?/g, '$1');
+    const unit = fc.constantFrom(...'aZ_09$é \t\n\u00a0\ufeff<>,:()*&[]'.split(''));
+    const text = fc.oneof(fc.string({ unit }), fc.string({ unit: 'binary' }), fc.string());
+    fc.assert(
+      fc.property(text, (e) => {
+        expect([e, normalizeExpression(e), isIdentifier(e)]).toEqual([e, rules(e), /^[A-Za-z_]\w*$/.test(e)]);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   test('name expressions', () => {

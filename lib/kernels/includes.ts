@@ -6,7 +6,23 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-const INCLUDE = /^[ \t]*#[ \t]*include[ \t]*(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))/gm;
+// Blanks and one-line /* */ comments: the preprocessor sees a comment as a space, so
+// `/* note */ #include <a.h>` includes a.h. (One line only: a comment's end found by backtracking across
+// lines would cost a scan of the rest of the text per line.)
+const GAP = String.raw`(?:[ \t]|/\*[^*\n]*\*+(?:[^*/\n][^*\n]*\*+)*/)*`;
+// `#` or its digraph `%:`, then include, then <name>, "name" or a macro.
+const INCLUDE = new RegExp(
+  String.raw`^${GAP}(?:#|%:)${GAP}include${GAP}(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))`,
+  'gm',
+);
+
+/**
+ * Whether `text` may hold an #include: it names include, or has a line splice that may cut the word
+ * (`#inc\<newline>lude`, which the preprocessor joins first).
+ */
+function mayInclude(text: string): boolean {
+  return text.includes('include') || text.includes('\\\n') || text.includes('\\\r');
+}
 
 /** One #include of a text: `<name>`, `"name"`, or a macro (a computed include). */
 interface Directive {
@@ -18,8 +34,9 @@ interface Directive {
 function directives(text: string): Directive[] {
   const out: Directive[] = [];
   // Most kernels include nothing: no regex pass for them (a disk-cache hit is timed in microseconds).
-  if (!text.includes('include')) return out;
-  for (const m of text.matchAll(INCLUDE)) {
+  if (!mayInclude(text)) return out;
+  const joined = text.includes('\\') ? text.replace(/\\\r?\n/g, '') : text;
+  for (const m of joined.matchAll(INCLUDE)) {
     if (m[3] !== undefined) out.push({ quoted: false, name: m[3], computed: true });
     else out.push({ quoted: m[1] === '"', name: m[2].trim(), computed: false });
   }
@@ -90,7 +107,7 @@ const MAX_FILES = 5000;
 /** Every header `source` reaches through #include, found as NVRTC would find it (see {@link IncludeContext}). */
 export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet {
   // Most kernels include nothing: then nothing is reachable, whatever the headers and folders.
-  if (!source.includes('include')) return { entries: [], missing: [], computed: false };
+  if (!mayInclude(source)) return { entries: [], missing: [], computed: false };
   const entries = new Map<string, string>();
   const missing = new Set<string>();
   let computed = false;
