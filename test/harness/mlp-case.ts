@@ -3,6 +3,7 @@
 //   node -r ./test/harness/ts-register.js test/harness/mlp-case.ts '{"layers":[135,5,13,17],"patterns":256,"activation":"relu","output":"identity"}'
 import * as ck from '../../lib';
 import { flatWeights } from '../../lib/ops/mlp-spec';
+import { kinkAlternatives } from './mlp-margin';
 
 const base = JSON.parse(process.argv[2]);
 const floats32 = (n: number, seed: number) => ck.cpu.randomArray(Float32Array, n, seed);
@@ -27,6 +28,8 @@ for (const seed of [3, 4, 5, 6]) {
       const cpu = new ck.cpu.Mlp(spec);
       const ce = cpu.train(hx, ht, { epochs, batchSize: batch }).map((r) => r.error);
       const want = flatWeights(cpu.getWeights());
+      // The trainings that take the other side of a relu kink (test/harness/mlp-margin.ts).
+      const { kinks, alternatives } = kinkAlternatives({ spec, x: hx, t: ht, epochs, batch });
       const x = ck.upload(hx);
       const t = ck.upload(ht);
       const parts: string[] = [];
@@ -40,8 +43,11 @@ for (const seed of [3, 4, 5, 6]) {
         const per = blocks(layers)
           .map(([n, a, b]) => `${n} ${ck.cpu.relativeError(got.subarray(a, b), want.subarray(a, b)).toExponential(1)}`)
           .join(' ');
+        const alt = alternatives.length
+          ? `; ${kinks.length} kinks, nearest alternative ${Math.min(...alternatives.map((a) => ck.cpu.relativeError(got, a.outcome.params))).toExponential(2)}`
+          : '';
         parts.push(
-          `${method}: all ${ck.cpu.relativeError(got, want).toExponential(2)} [${per}] error ${ge.at(-1)!.toPrecision(7)} vs ${ce.at(-1)!.toPrecision(7)}`,
+          `${method}: all ${ck.cpu.relativeError(got, want).toExponential(2)} [${per}] error ${ge.at(-1)!.toPrecision(7)} vs ${ce.at(-1)!.toPrecision(7)}${alt}`,
         );
       }
       x.free();
