@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import * as ck from '../lib';
 import { flatWeights } from '../lib/ops/mlp-spec';
 import { assertProperty } from './harness/fc-run';
-import { FAMILIES } from './harness/families';
+import { FAMILIES, type MlpP } from './harness/families';
 import { report } from './harness/report';
 import {
   FLOAT32_KINK_MARGIN,
@@ -15,6 +15,7 @@ import {
   type MlpOutcome,
   mlpMismatch,
   type MlpProblem,
+  parameterBlocks as blocks,
   replayMlp,
 } from './harness/mlp-margin';
 import { describeGpu } from './helpers/gpu';
@@ -51,19 +52,6 @@ function expectReplayIsCpuMlp(pr: MlpProblem): void {
   if (pr.spec.activation !== 'relu' || pr.spec.layers.length < 3) expect(r.margin).toBe(Infinity);
 }
 
-// The parameter blocks W0, b0, W1, … of a layer list.
-function blocks(layers: number[]): [string, number, number][] {
-  const out: [string, number, number][] = [];
-  let off = 0;
-  layers.slice(0, -1).forEach((n, l) => {
-    out.push([`W${l}`, off, off + n * layers[l + 1]]);
-    off += n * layers[l + 1];
-    out.push([`b${l}`, off, off + layers[l + 1]]);
-    off += layers[l + 1];
-  });
-  return out;
-}
-
 // The soak's failing problem (test-results/h100-2026-11-27/run26-2db7da1-mlp-case.txt).
 const SOAK = [[135, 5, 13, 17], 256, 6, 3, 'relu', 'identity'] as const;
 const soak = (epochs = 2) => problem([...SOAK[0]], SOAK[1], SOAK[2], SOAK[3], SOAK[4], SOAK[5], epochs);
@@ -86,14 +74,7 @@ describe('the float64 replay', () => {
     const mlp = FAMILIES.find((f) => f.name === 'mlp');
     if (mlp === undefined) throw new Error('no mlp family');
     // The family's own generator (every activation, output, depth and batch split), at small sizes.
-    const arb = mlp.params({ side: 24, length: 1e4 }) as fc.Arbitrary<{
-      layers: number[];
-      patterns: number;
-      batch: number;
-      activation: ck.MlpActivation;
-      output: ck.MlpOutput;
-      seed: number;
-    }>;
+    const arb = mlp.params({ side: 24, length: 1e4 }) as fc.Arbitrary<MlpP>;
     await assertProperty(
       'mlp replay',
       fc.property(arb, (p) =>

@@ -561,7 +561,7 @@ const apspFamily: Family<ApspP> = {
 // ---------------------------------------------------------------------------------------------
 // mlp
 
-interface MlpP {
+export interface MlpP {
   layers: number[];
   patterns: number;
   batch: number;

@@ -3,21 +3,10 @@
 //   node -r ./test/harness/ts-register.js test/harness/mlp-case.ts '{"layers":[135,5,13,17],"patterns":256,"activation":"relu","output":"identity"}'
 import * as ck from '../../lib';
 import { flatWeights } from '../../lib/ops/mlp-spec';
-import { kinkAlternatives } from './mlp-margin';
+import { kinkAlternatives, parameterBlocks as blocks } from './mlp-margin';
 
 const base = JSON.parse(process.argv[2]);
 const floats32 = (n: number, seed: number) => ck.cpu.randomArray(Float32Array, n, seed);
-const blocks = (layers: number[]) => {
-  const out: [string, number, number][] = [];
-  let off = 0;
-  layers.slice(0, -1).forEach((n, l) => {
-    out.push([`W${l}`, off, off + n * layers[l + 1]]);
-    off += n * layers[l + 1];
-    out.push([`b${l}`, off, off + layers[l + 1]]);
-    off += layers[l + 1];
-  });
-  return out;
-};
 for (const seed of [3, 4, 5, 6]) {
   for (const batch of [6, 8, 1, 256]) {
     for (const epochs of [1, 2]) {

@@ -231,3 +231,16 @@ export function mlpMismatch(
     `the first at ${kinkText(kinks[0])})`
   );
 }
+
+/** The parameter blocks W0, b0, W1, … of a layer list: [name, start, end] in the flat parameter layout. */
+export function parameterBlocks(layers: readonly number[]): [string, number, number][] {
+  const out: [string, number, number][] = [];
+  let off = 0;
+  layers.slice(0, -1).forEach((n, l) => {
+    out.push([`W${l}`, off, off + n * layers[l + 1]]);
+    off += n * layers[l + 1];
+    out.push([`b${l}`, off, off + layers[l + 1]]);
+    off += layers[l + 1];
+  });
+  return out;
+}
