@@ -644,6 +644,17 @@ export interface NativeBinding {
    * CK_HOST_COPY_THREADS can force). Returns the part count. Needs no GPU.
    */
   debugHostCopy?(dst: Uint8Array, src: Uint8Array, parts: number): number;
+  /**
+   * Test-only: kernelsLaunch's launch and a cudaDeviceSynchronize, `reps` times in C++, each timed on
+   * the host's clock (µs): the floor under a launch + synchronize() from JavaScript, in this process.
+   */
+  debugKernelLaunchLoop?(
+    reps: number,
+    kernel: KernelHandle,
+    config: Uint32Array,
+    params: Uint8Array,
+    ...arrays: (BufferHandle | null)[]
+  ): Float64Array;
   /** Test-only: keeps the device's library stream busy until debugReleaseStream() or the timeout. */
   debugHoldStream?(device: number, timeoutMs: number): void;
   debugReleaseStream?(): void;

@@ -20,6 +20,7 @@ describe('addon', () => {
       'debugFault',
       'debugHoldStream',
       'debugHostCopy',
+      'debugKernelLaunchLoop',
       'debugReleaseStream',
       'debugStreamBusy',
     ]);

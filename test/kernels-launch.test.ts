@@ -1,10 +1,12 @@
 // Checking a kernel launch before anything is queued (lib/kernels/launch.ts): each argument against its
 // parameter's type, written into the packed buffer, and the launch shape against the limits. No GPU:
 // the DeviceArrays here wrap dummy handles and never reach the addon.
-import type { BufferHandle } from '../binding';
+import type { BufferHandle, KernelHandle } from '../binding';
 import { DeviceArray } from '../lib/array';
 import { parseParam } from '../lib/kernels/ctypes';
 import { argWriter, checkLaunchConfig, type LaunchLimits, toBfloat16Bits, toHalfBits } from '../lib/kernels/launch';
+import { native } from '../lib/native';
+import { describeNeeding } from './helpers/gpu';
 
 const fakeArray = (dtype: 'float32' | 'float64' | 'int32' | 'uint32', device = 0) =>
   new DeviceArray({ tag: `${dtype}@${device}` } as unknown as BufferHandle, dtype, 8, device);
@@ -174,3 +176,35 @@ describe('launch shape checks', () => {
     expect(() => checkLaunchConfig(null as never, limits, out)).toThrow(TypeError);
   });
 });
+
+// The test hook bench/dev/kernels/launch_overhead.ts times a launch + synchronize with, in C++.
+const launchLoop = native.debugKernelLaunchLoop;
+describeNeeding(
+  'the launch loop test hook',
+  () => {
+    test('refuses a bad repetition count, then a value that is not a kernel, before anything runs', () => {
+      const loop = launchLoop!;
+      const kernel = {} as unknown as KernelHandle;
+      // The addon's errors come from the main realm: compared by name and message.
+      const thrown = (f: () => unknown) => {
+        try {
+          f();
+        } catch (e) {
+          return `${(e as Error).name}: ${(e as Error).message}`;
+        }
+        return 'nothing thrown';
+      };
+      for (const reps of [0, -1, 1_000_001])
+        expect(thrown(() => loop(reps, kernel, new Uint32Array(7), new Uint8Array(0)))).toBe(
+          'RangeError: reps must be in [1, 1000000]',
+        );
+      expect(thrown(() => loop(1.5, kernel, new Uint32Array(7), new Uint8Array(0)))).toBe(
+        'RangeError: reps must be a 32-bit integer',
+      );
+      expect(thrown(() => loop(1, kernel, new Uint32Array(7), new Uint8Array(0)))).toBe(
+        'TypeError: kernel must be a kernel handle',
+      );
+    });
+  },
+  launchLoop ? null : 'a release build has no test hooks',
+);

@@ -554,6 +554,24 @@ export class Kernel {
    *   limits), naming the parameter or the limit; CudaError when CUDA refuses the launch.
    */
   launch(config: LaunchConfig, ...args: KernelArg[]): void {
+    const s = this.#prepare(config, args);
+    native.kernelsLaunch(s.handle, s.config, s.bytes, ...this.#handles);
+  }
+
+  /**
+   * @internal The checked arguments of kernelsLaunch for this launch, without launching:
+   * [kernel, config, params, ...arrays] (bench/dev/kernels/launch_overhead.ts times the native side).
+   */
+  launchArguments(
+    config: LaunchConfig,
+    ...args: KernelArg[]
+  ): [KernelHandle, Uint32Array, Uint8Array, ...(BufferHandle | null)[]] {
+    const s = this.#prepare(config, args);
+    return [s.handle, s.config, s.bytes, ...this.#handles];
+  }
+
+  /** Checks a launch and packs it into the device's state (and #handles); nothing is queued. */
+  #prepare(config: LaunchConfig, args: KernelArg[]): DeviceState {
     if (typeof config !== 'object' || config === null) throw typeError('config', 'an object { grid, block }', config);
     let device = config.device;
     if (device === undefined) {
@@ -575,6 +593,6 @@ export class Kernel {
     const handles = this.#handles;
     handles.length = 0;
     for (let i = 0; i < args.length; i++) s.writers[i](s.view, args[i], handles);
-    native.kernelsLaunch(s.handle, s.config, s.bytes, ...handles);
+    return s;
   }
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -357,22 +358,28 @@ Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
   });
 }
 
-// kernelsLaunch(kernel, config: Uint32Array [gx, gy, gz, bx, by, bz, sharedMem], params: Uint8Array,
-//               ...arrays: (handle | null)[]) — one call per launch: the scalars arrive packed at the
-// offsets kernelsGetKernel gave, the arrays' device pointers are written into their slots here.
-Napi::Value kernelsLaunch(const Napi::CallbackInfo& info) {
+// A launch as kernelsLaunch receives it, checked, with the arrays' device pointers written into the
+// kernel's packed parameters: what the launch itself needs.
+struct PreparedLaunch {
+  KernelState* kernel;
+  dim3 grid, block;
+  uint32_t shared;
+};
+
+// The arguments start at index `at`: (kernel, config, params, ...arrays).
+PreparedLaunch prepareLaunch(const Napi::CallbackInfo& info, size_t at) {
   Napi::Env env = info.Env();
-  KernelState& k = unwrapKernel(info.Length() > 0 ? info[0] : env.Undefined());
-  if (info.Length() <= 1 || !info[1].IsTypedArray() ||
-      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array ||
-      info[1].As<Napi::TypedArray>().ElementLength() != 7)
+  KernelState& k = unwrapKernel(info.Length() > at ? info[at] : env.Undefined());
+  if (info.Length() <= at + 1 || !info[at + 1].IsTypedArray() ||
+      info[at + 1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array ||
+      info[at + 1].As<Napi::TypedArray>().ElementLength() != 7)
     throw Napi::TypeError::New(env, "config must be a Uint32Array of 7");
-  Napi::Uint32Array config = info[1].As<Napi::Uint32Array>();
-  Napi::Uint8Array params = bytesArg(info, 2, "params");
+  Napi::Uint32Array config = info[at + 1].As<Napi::Uint32Array>();
+  Napi::Uint8Array params = bytesArg(info, at + 2, "params");
   if (params.ByteLength() != k.bytes)
     throw Napi::RangeError::New(env,
                                 "params must be " + std::to_string(k.bytes) + " bytes for kernel " + k.name);
-  if (info.Length() - 3 != k.pointers.size())
+  if (info.Length() < at + 3 || info.Length() - at - 3 != k.pointers.size())
     throw Napi::TypeError::New(
         env, "kernel " + k.name + " takes " + std::to_string(k.pointers.size()) + " array(s)");
   for (int d = 0; d < 6; ++d)
@@ -381,7 +388,7 @@ Napi::Value kernelsLaunch(const Napi::CallbackInfo& info) {
   uint8_t* base = params.Data();
   for (size_t j = 0; j < k.pointers.size(); ++j) {
     const Param& p = k.params[k.pointers[j]];
-    Napi::Value v = info[3 + j];
+    Napi::Value v = info[at + 3 + j];
     void* ptr = nullptr;
     if (!v.IsNull()) {
       DeviceBuffer& b = p.kind == ParamKind::WrittenPointer ? unwrapOutput(v, p.name.c_str())
@@ -394,19 +401,54 @@ Napi::Value kernelsLaunch(const Napi::CallbackInfo& info) {
     std::memcpy(base + p.offset, &ptr, sizeof ptr);
   }
   for (size_t i = 0; i < k.params.size(); ++i) k.args[i] = base + k.params[i].offset;
+  return {&k, dim3(config[0], config[1], config[2]), dim3(config[3], config[4], config[5]), config[6]};
+}
 
-  const dim3 grid(config[0], config[1], config[2]), block(config[3], config[4], config[5]);
-  const uint32_t shared = config[6];
-  guard(env, [&] {
-    cudaStream_t stream = libraryStream(k.device);
-    if (shared > static_cast<uint32_t>(k.sharedAllowed)) {
-      nvrtc::allowSharedMemory(k.kernel, k.device, static_cast<int>(shared));
-      k.sharedAllowed = static_cast<int>(shared);
-    }
-    nvrtc::launch(k.kernel, grid, block, k.args.empty() ? nullptr : k.args.data(), shared, stream);
-  });
+void launchPrepared(const PreparedLaunch& l) {
+  KernelState& k = *l.kernel;
+  cudaStream_t stream = libraryStream(k.device);
+  if (l.shared > static_cast<uint32_t>(k.sharedAllowed)) {
+    nvrtc::allowSharedMemory(k.kernel, k.device, static_cast<int>(l.shared));
+    k.sharedAllowed = static_cast<int>(l.shared);
+  }
+  nvrtc::launch(k.kernel, l.grid, l.block, k.args.empty() ? nullptr : k.args.data(), l.shared, stream);
+}
+
+// kernelsLaunch(kernel, config: Uint32Array [gx, gy, gz, bx, by, bz, sharedMem], params: Uint8Array,
+//               ...arrays: (handle | null)[]) — one call per launch: the scalars arrive packed at the
+// offsets kernelsGetKernel gave, the arrays' device pointers are written into their slots here.
+Napi::Value kernelsLaunch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const PreparedLaunch l = prepareLaunch(info, 0);
+  guard(env, [&] { launchPrepared(l); });
   return env.Undefined();
 }
+
+#ifdef CK_TEST_HOOKS
+// debugKernelLaunchLoop(reps, kernel, config, params, ...arrays) -> Float64Array of µs: the launch of
+// kernelsLaunch and a cudaDeviceSynchronize (what synchronize() does), `reps` times in C++, each timed
+// on the host's clock. Inside the Node process, beside the same launch and synchronize() from
+// JavaScript, it splits the JavaScript/N-API share of a launch+sync from the process's (test hook).
+Napi::Value debugKernelLaunchLoop(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int reps = intArg(info, 0, "reps");
+  if (reps < 1 || reps > 1000000) throw Napi::RangeError::New(env, "reps must be in [1, 1000000]");
+  const PreparedLaunch l = prepareLaunch(info, 1);
+  std::vector<double> times(static_cast<size_t>(reps));
+  guard(env, [&] {
+    for (double& us : times) {
+      const auto t0 = std::chrono::steady_clock::now();
+      launchPrepared(l);
+      useDevice(l.kernel->device);
+      CK_CUDA(cudaDeviceSynchronize());
+      us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    }
+  });
+  Napi::Float64Array out = Napi::Float64Array::New(env, times.size());
+  std::memcpy(out.Data(), times.data(), times.size() * sizeof(double));
+  return out;
+}
+#endif
 
 // kernelsDeviceInfo(device) -> { major, minor, smCount, maxThreadsPerBlock, maxBlockDim, maxGridDim,
 // sharedMemPerBlockOptin }: what compiling for and launching on a device needs, from single attribute
@@ -454,6 +496,10 @@ void registerNvrtc(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelsReadFile", Napi::Function::New(env, kernelsReadFile, "kernelsReadFile"));
   exports.Set("kernelsGetKernel", Napi::Function::New(env, kernelsGetKernel, "kernelsGetKernel"));
   exports.Set("kernelsLaunch", Napi::Function::New(env, kernelsLaunch, "kernelsLaunch"));
+#ifdef CK_TEST_HOOKS
+  exports.Set("debugKernelLaunchLoop",
+              Napi::Function::New(env, debugKernelLaunchLoop, "debugKernelLaunchLoop"));
+#endif
   exports.Set("kernelsDeviceInfo", Napi::Function::New(env, kernelsDeviceInfo, "kernelsDeviceInfo"));
 }
 
