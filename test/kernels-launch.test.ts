@@ -1,10 +1,16 @@
 // Checking a kernel launch before anything is queued (lib/kernels/launch.ts): each argument against its
 // parameter's type, written into the packed buffer, and the launch shape against the limits. No GPU:
 // the DeviceArrays here wrap dummy handles and never reach the addon.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
 import type { BufferHandle, KernelHandle } from '../binding';
 import { DeviceArray } from '../lib/array';
 import { parseParam } from '../lib/kernels/ctypes';
 import { argWriter, checkLaunchConfig, type LaunchLimits, toBfloat16Bits, toHalfBits } from '../lib/kernels/launch';
+import { compile } from '../lib/kernels/module';
+import { nvrtcInfo } from '../lib/kernels/nvrtc';
 import { native } from '../lib/native';
 import { describeNeeding } from './helpers/gpu';
 
@@ -207,4 +213,72 @@ describeNeeding(
     });
   },
   launchLoop ? null : 'a release build has no test hooks',
+);
+
+// Kernel.launchArguments with the device calls stubbed: NVRTC compiles (no GPU needed), nothing loads.
+describeNeeding(
+  'launchArguments',
+  () => {
+    test('returns a snapshot that a later launch of the kernel does not rewrite', () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-launch-args-'));
+      const env = process.env.CUDA_KERNELS_CACHE_DIR;
+      process.env.CUDA_KERNELS_CACHE_DIR = dir;
+      const kernel = { stub: 'kernel' } as unknown as KernelHandle;
+      const spies = [
+        jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue({
+          major: 9,
+          minor: 0,
+          smCount: 132,
+          maxThreadsPerBlock: 1024,
+          maxBlockDim: [1024, 1024, 64],
+          maxGridDim: [2147483647, 65535, 65535],
+          sharedMemPerBlockOptin: 232448,
+        }),
+        jest.spyOn(native, 'kernelsLoad').mockReturnValue({} as never),
+        jest.spyOn(native, 'kernelsGetKernel').mockReturnValue({
+          kernel,
+          offsets: [0, 4, 8, 16],
+          bytes: 24,
+          paramsChecked: true,
+          maxThreadsPerBlock: 1024,
+          sharedSizeBytes: 0,
+          maxDynamicSharedSizeBytes: 0,
+          constSizeBytes: 0,
+          localSizeBytes: 0,
+          numRegs: 8,
+          ptxVersion: 90,
+          binaryVersion: 90,
+        }),
+        jest.spyOn(native, 'kernelsLaunch').mockReturnValue(undefined),
+      ];
+      try {
+        const k = compile(
+          `extern "C" __global__ void axpy(int n, float a, const float* x, float* y) {
+             int i = blockIdx.x * blockDim.x + threadIdx.x;
+             if (i < n) y[i] = a * x[i] + y[i];
+           }`,
+          { name: `launch-args-${process.pid}.cu` },
+        ).kernel('axpy');
+        const hx = { tag: 'x' } as unknown as BufferHandle,
+          hy = { tag: 'y' } as unknown as BufferHandle;
+        const x = new DeviceArray(hx, 'float32', 8, 0),
+          y = new DeviceArray(hy, 'float32', 8, 0);
+        const first = k.launchArguments({ grid: 4, block: 256 }, 1000, 2, x, y);
+        const copy = first.map((v) => (ArrayBuffer.isView(v) ? Array.from(v as Uint8Array) : v));
+        k.launch({ grid: [5, 2], block: 128, sharedMem: 64 }, 7, 3, y, null);
+        k.launchArguments({ grid: 9, block: 32 }, 1, 1, y, x);
+        expect(first.map((v) => (ArrayBuffer.isView(v) ? Array.from(v as Uint8Array) : v))).toEqual(copy);
+        expect(Array.from(first[1])).toEqual([4, 1, 1, 256, 1, 1, 0]);
+        expect(new DataView(first[2].buffer).getInt32(0, true)).toBe(1000);
+        expect(first[0]).toBe(kernel);
+        expect(first.slice(3)).toEqual([hx, hy]);
+      } finally {
+        for (const s of spies) s.mockRestore();
+        if (env === undefined) delete process.env.CUDA_KERNELS_CACHE_DIR;
+        else process.env.CUDA_KERNELS_CACHE_DIR = env;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  },
+  nvrtcInfo().available ? null : 'NVRTC cannot be loaded (CUDA_KERNELS_NVRTC)',
 );

@@ -561,13 +561,15 @@ export class Kernel {
   /**
    * @internal The checked arguments of kernelsLaunch for this launch, without launching:
    * [kernel, config, params, ...arrays] (bench/dev/kernels/launch_overhead.ts times the native side).
+   * Copies: the device state's buffers are rewritten by the next launch, which would otherwise pair
+   * its config and scalars with these arrays.
    */
   launchArguments(
     config: LaunchConfig,
     ...args: KernelArg[]
   ): [KernelHandle, Uint32Array, Uint8Array, ...(BufferHandle | null)[]] {
     const s = this.#prepare(config, args);
-    return [s.handle, s.config, s.bytes, ...this.#handles];
+    return [s.handle, s.config.slice(), s.bytes.slice(), ...this.#handles];
   }
 
   /** Checks a launch and packs it into the device's state (and #handles); nothing is queued. */
