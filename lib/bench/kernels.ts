@@ -43,6 +43,8 @@ export const KERNEL_ROWS = {
 } as const;
 
 const SMALL = 1024;
+/** The least warm-up before a latency row is timed (timeCalls), in ms. */
+const WARM_MS = 500;
 
 function latencyRow(size: string, samplesUs: number[], check: boolean, note: string): BenchRow {
   const us = median(samplesUs);
@@ -146,8 +148,14 @@ function hitRows(ctx: BenchContext, run: string): BenchRow[] {
   ];
 }
 
+/**
+ * Per-call wall times of `fn`, after `warmup` calls and at least WARM_MS of calls: a GPU that idled
+ * (between the bench's rows, or in a fresh process) takes a moment to reach its working clocks, and a
+ * launch+sync timed meanwhile measures that ramp, not the call (the CuPy script warms up alike).
+ */
 function timeCalls(fn: () => void, reps: number, warmup: number): number[] {
-  for (let i = 0; i < warmup; i++) fn();
+  const warmUntil = process.hrtime.bigint() + BigInt(WARM_MS * 1e6);
+  for (let i = 0; i < warmup || process.hrtime.bigint() < warmUntil; i++) fn();
   const out: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t0 = process.hrtime.bigint();
@@ -197,7 +205,7 @@ function launchRows(ctx: BenchContext, run: string): BenchRow[] {
         KERNEL_ROWS.launch,
         launch,
         launchOk,
-        'kernel.launch(cfg, n, a, x, y) + synchronize(); C++ floor on an H100: 9.4 µs (empty kernel + cudaStreamSynchronize)',
+        'kernel.launch(cfg, n, a, x, y) + synchronize(); C++ floor on an H100: 10.7 µs (bench/dev/kernels/launch_sync.cu, 2db7da1)',
       ),
       latencyRow(KERNEL_ROWS.elementwiseCall, call, callOk, 'saxpy(x, y, 2, { out: z }) + synchronize()'),
     ];

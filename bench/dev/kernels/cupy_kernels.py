@@ -120,9 +120,17 @@ def event_ms(fn, reps):
     return out
 
 
+# At least WARM_S of calls before timing, as the package's bench does (lib/bench/kernels.ts timeCalls):
+# a GPU that idled takes a moment to reach its working clocks.
+WARM_S = 0.5
+
+
 def timed_calls(fn, reps, warmup=100):
-    for _ in range(warmup):
+    warm_until = time.perf_counter() + WARM_S
+    i = 0
+    while i < warmup or time.perf_counter() < warm_until:
         fn()
+        i += 1
     sync()
     out = []
     for _ in range(reps):
