@@ -271,22 +271,43 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
-  // A known defect, kept as a test that must fail until it is fixed (jest reports it passing while
-  // it fails): the 65th un-awaited call waits in the JavaScript thread for the oldest to complete,
-  // i.e. for the late peer (up to timeoutMs for a hung one). Two fixes were tried on an H100 and
-  // reverted: gate kernels that keep the call's place on the stream (the every-collective test hung,
-  // 390ece1) and refusing the call (ranks then accept different numbers of calls: 792b8e2).
-  test.failing(
-    '[known defect] 100 un-awaited collectives at once (more than the 64 kept in flight) with a peer 4 s late: the calls return at once, the event loop keeps turning',
-    async () => {
-      const r0 = await lateRun('flood');
+  // Beyond the 64 operations a communicator keeps queued, calls are deferred to its thread, which
+  // queues them on the library stream in their place as slots free: the calls return at once.
+  test.each(['flood', 'flood-gather'])(
+    '100 un-awaited collectives at once (%s; more than the 64 kept queued) with a peer 4 s late: the calls return at once, the event loop keeps turning, the results are right',
+    async (what) => {
+      const r0 = await lateRun(what);
       report(
-        `100 un-awaited allReduces, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
+        `${what}: 100 un-awaited calls, peer 4 s late: the calls took ${(r0.callMs as number).toFixed(2)} ms, ` +
           `rank 0 waited ${String(r0.waitMs)} ms with at most ${(r0.lagMs as number).toFixed(1)} ms of event-loop lag`,
       );
     },
     120_000,
   );
+
+  test('a read queued right after 100 un-awaited sums (most of them deferred) sees all of them: size^100', async () => {
+    const r0 = await lateRun('flood-read');
+    report(
+      `flood-read: the read saw 2^${String(r0.readLog2)} after 100 sums, the calls took ${(r0.callMs as number).toFixed(2)} ms`,
+    );
+  }, 120_000);
+
+  test('abort() from a timer during a flood with a late peer: it returns within 100 ms, every call rejects, the process goes on', async () => {
+    const { out, exits, detail } = startRanks(2, ['late'], {
+      CK_LATE: 'flood',
+      CK_LATE_MS: '4000',
+      CK_ABORT_MS: '1000',
+      CK_TIMEOUT_MS: '8000',
+    });
+    const ends = await exits;
+    const [r0] = results(out[0]);
+    const [r1] = results(out[1]);
+    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    report(
+      `abort() during a flood: ${(r0.abortCallMs as number).toFixed(2)} ms; the late peer got ${String(r1.lateError)}`,
+    );
+  }, 120_000);
 
   test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error', async () => {
     const { out, exits, detail } = startRanks(2, ['late'], {

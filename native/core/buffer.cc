@@ -62,7 +62,9 @@ Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length) {
   if (b->bytes > 0) {
     cudaError_t err = cudaSuccess;
     try {
-      err = poolMalloc(&b->ptr, b->bytes, libraryStream(device));  // also checks the device
+      // Unheld: an allocation may go ahead of collectives deferred on the stream (none of them can
+      // use memory that is free now), so allocating an output never waits for them.
+      err = poolMalloc(&b->ptr, b->bytes, libraryStreamUnheld(device));  // also checks the device
     } catch (...) {
       delete b;
       throw;

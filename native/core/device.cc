@@ -1,6 +1,11 @@
 #include "device.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -72,7 +77,70 @@ cudaStream_t streamOf(int device, int which) {
 
 }  // namespace
 
+namespace {
+
+// The holds of holdLibraryStream: a count per (device, holder). `anyHeld` lets libraryStream skip
+// the lock while nothing is held, which is nearly always.
+struct Holds {
+  std::mutex mutex;
+  std::condition_variable released;
+  std::map<std::pair<int, const void*>, int> count;
+  std::atomic<int> anyHeld{0};
+};
+
+Holds& holds() {
+  static Holds* h = new Holds();  // never destroyed: threads may still wait at exit
+  return *h;
+}
+
+// Waits while holders other than `self` hold operations for `device`'s library stream.
+void waitForHolds(int device, const void* self) {
+  Holds& h = holds();
+  if (h.anyHeld.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> lock(h.mutex);
+  h.released.wait(lock, [&] {
+    for (const auto& [key, n] : h.count)
+      if (key.first == device && key.second != self && n > 0) return false;
+    return true;
+  });
+}
+
+}  // namespace
+
+void holdLibraryStream(int device, const void* holder) {
+  Holds& h = holds();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  ++h.count[{device, holder}];
+  h.anyHeld.fetch_add(1, std::memory_order_release);
+}
+
+void releaseLibraryStream(int device, const void* holder, int n) {
+  Holds& h = holds();
+  {
+    std::lock_guard<std::mutex> lock(h.mutex);
+    auto it = h.count.find({device, holder});
+    if (it == h.count.end()) return;
+    const int drop = n < 0 ? it->second : std::min(n, it->second);
+    it->second -= drop;
+    h.anyHeld.fetch_sub(drop, std::memory_order_release);
+    if (it->second == 0) h.count.erase(it);
+  }
+  h.released.notify_all();
+}
+
 cudaStream_t libraryStream(int device) {
+  cudaStream_t s = streamOf(device, 0);
+  waitForHolds(device, nullptr);
+  return s;
+}
+
+cudaStream_t libraryStreamFor(int device, const void* holder) {
+  cudaStream_t s = streamOf(device, 0);
+  waitForHolds(device, holder);
+  return s;
+}
+
+cudaStream_t libraryStreamUnheld(int device) {
   return streamOf(device, 0);
 }
 

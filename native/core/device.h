@@ -23,8 +23,23 @@ const RuntimeStatus& runtimeStatus();
 void useDevice(int device);
 
 // The stream on which the library enqueues all work for `device` (non-blocking, created on first
-// use, never destroyed). Makes the device current.
+// use, never destroyed). Makes the device current. While operations are held for the stream
+// (holdLibraryStream), waits until they have been queued, so that nothing called after them runs
+// before them.
 cudaStream_t libraryStream(int device);
+
+// Holds: operations called on the JavaScript thread that another thread queues on the library stream
+// later, in the place they were called (a collective beyond its communicator's operations in flight,
+// distributed/comm.h, queued by the communicator's thread when one completes). While `holder` holds
+// any, libraryStream(device) waits in every thread, libraryStreamFor(device, holder) does not.
+// releaseLibraryStream(device, holder, n) drops n of them (all: n < 0) and wakes the waiters.
+void holdLibraryStream(int device, const void* holder);
+void releaseLibraryStream(int device, const void* holder, int n);
+// libraryStream for `holder`: waits only for other holders' operations.
+cudaStream_t libraryStreamFor(int device, const void* holder);
+// libraryStream without the wait, for work whose place on the stream does not matter to anything
+// held: a stream-ordered allocation (nothing queued before it can use the memory it returns).
+cudaStream_t libraryStreamUnheld(int device);
 
 // A second stream per device for the host side of asynchronous transfers (toHost() of large arrays
 // into pageable memory), so that they do not queue behind later work on the library stream. Work on

@@ -258,7 +258,8 @@ enum Kind : int {
 };
 constexpr const char* kKindNames[] = {"allReduce", "broadcast", "allGather", "reduceScatter",
                                       "send",      "recv",      "sendRecv"};
-// Operations one communicator may have pending before a new one waits for the oldest.
+// Operations one communicator keeps queued on the GPU at most; a call beyond is deferred (queued by the
+// communicator's thread when one completes, Comm::enqueueOrDefer), never waited for in the caller.
 constexpr size_t kMaxInFlight = 64;
 
 // Elements [offset, offset + count) of `b`, after checking they lie inside it (overflow-safe).
@@ -309,26 +310,30 @@ Napi::Value ncclCollective(const Napi::CallbackInfo& info) {
   const nccl::DataType type = ncclType((send ? send : recv)->dtype);
   const nccl::RedOp redOp = static_cast<nccl::RedOp>(op);
   return guard(env, [&]() -> Napi::Value {
-    const nccl::Api& a = nccl::api();
-    cudaStream_t stream = libraryStream(c.device());
-    const uint64_t id = c.enqueue(kKindNames[kind], stream, true, kMaxInFlight, [&](nccl::Comm raw) {
-      switch (kind) {
-        case kAllReduce: return a.allReduce(sp, rp, count, type, redOp, raw, stream);
-        case kBroadcast: return a.broadcast(sp, rp, count, type, peer, raw, stream);
-        case kAllGather: return a.allGather(sp, rp, count, type, raw, stream);
-        case kReduceScatter: return a.reduceScatter(sp, rp, count, type, redOp, raw, stream);
-        case kSend: return a.send(sp, count, type, peer, raw, stream);
-        case kRecv: return a.recv(rp, count, type, peer, raw, stream);
-        default: {
-          nccl::Result r = a.groupStart();
-          if (r != nccl::kSuccess) return r;
-          const nccl::Result rs = a.send(sp, count, type, peer, raw, stream);
-          const nccl::Result rr = rs == nccl::kSuccess ? a.recv(rp, count, type, peer2, raw, stream) : rs;
-          r = a.groupEnd();  // always closed, also after a failure inside
-          return rr != nccl::kSuccess ? rr : r;
-        }
-      }
-    });
+    const nccl::Api* a = &nccl::api();
+    // Waits only while another communicator holds the stream (its own deferred operations go first).
+    cudaStream_t stream = libraryStreamFor(c.device(), &c);
+    // By value: beyond kMaxInFlight pending operations the call is deferred, and the communicator's
+    // thread makes it later on the library stream (`on`), in its place there.
+    const uint64_t id =
+        c.enqueueOrDefer(kKindNames[kind], stream, true, kMaxInFlight, [=](nccl::Comm raw, cudaStream_t on) {
+          switch (kind) {
+            case kAllReduce: return a->allReduce(sp, rp, count, type, redOp, raw, on);
+            case kBroadcast: return a->broadcast(sp, rp, count, type, peer, raw, on);
+            case kAllGather: return a->allGather(sp, rp, count, type, raw, on);
+            case kReduceScatter: return a->reduceScatter(sp, rp, count, type, redOp, raw, on);
+            case kSend: return a->send(sp, count, type, peer, raw, on);
+            case kRecv: return a->recv(rp, count, type, peer, raw, on);
+            default: {
+              nccl::Result r = a->groupStart();
+              if (r != nccl::kSuccess) return r;
+              const nccl::Result rs = a->send(sp, count, type, peer, raw, on);
+              const nccl::Result rr = rs == nccl::kSuccess ? a->recv(rp, count, type, peer2, raw, on) : rs;
+              r = a->groupEnd();  // always closed, also after a failure inside
+              return rr != nccl::kSuccess ? rr : r;
+            }
+          }
+        });
     auto d = Napi::Promise::Deferred::New(env);
     j.state->deferred.emplace(id, d);
     j.state->updateRef(env);

@@ -288,8 +288,8 @@ void Comm::watch() {
     bool closing = false;
     {
       std::unique_lock<std::mutex> lock(stateMutex_);
-      if (!failed_ && !closing_ && ops_.empty()) {
-        wake_.wait(lock, [&] { return failed_ || closing_ || !ops_.empty(); });
+      if (!failed_ && !closing_ && ops_.empty() && deferred_.empty()) {
+        wake_.wait(lock, [&] { return failed_ || closing_ || !ops_.empty() || !deferred_.empty(); });
         poll = kFirstPoll;
       }
       if (failed_) return;
@@ -358,6 +358,13 @@ void Comm::watch() {
       fail(failCode, failMessage);
       return;
     }
+    // Slots freed: deferred operations go now (destroy() waits for them like the others).
+    launchDeferred();
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      if (failed_) return;
+      drained = ops_.empty() && deferred_.empty();
+    }
     if (closing) {
       if (drained) {
         const bool clean = finalizeNccl();
@@ -402,6 +409,7 @@ bool Comm::finalizeNccl() {
 
 void Comm::fail(const std::string& code, const std::string& message) {
   std::deque<Op> pending;
+  std::deque<Deferred> deferred;
   std::string reason;
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
@@ -414,9 +422,14 @@ void Comm::fail(const std::string& code, const std::string& message) {
     reason = failMessage_;
     pending.swap(ops_);
     counted_ = 0;
+    deferred.swap(deferred_);
   }
   wake_.notify_all();
+  // Never queued now: work held behind them may go on.
+  releaseLibraryStream(device_, this, -1);
   for (const Op& op : pending) settle(op, false, code, reason);
+  for (const Deferred& d : deferred)
+    if (d.notify && settle_) settle_(Outcome{d.id, false, code, reason});
 }
 
 void Comm::throwIfFailed() {
@@ -431,7 +444,7 @@ bool Comm::ready() {
 
 size_t Comm::pending() {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return counted_;
+  return counted_ + deferred_.size() + (launching_ != 0 ? 1 : 0);
 }
 
 bool Comm::reserve() {
@@ -453,50 +466,37 @@ void Comm::release() {
   reserved_ = false;
 }
 
-uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
-                       const std::function<nccl::Result(nccl::Comm)>& call) {
-  // Bounded look-ahead: a thread that queued far ahead of a hung GPU would block inside a launch
-  // while holding ncclMutex_, where the watchdog could no longer abort.
-  for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
-    {
-      std::lock_guard<std::mutex> lock(stateMutex_);
-      if (failed_) throw CudaFailure(failCode_, what, failMessage_);
-      if (closing_) throw CudaFailure("ncclCommDestroyed", what, "the communicator has been destroyed");
-      if (!initDone_)
-        throw CudaFailure("ncclInvalidUsage", what,
-                          "the communicator is not initialised yet: await Communicator.init()");
-      if (reserved_ && owner_ != std::this_thread::get_id()) {
-        throw CudaFailure(
-            "ncclInvalidUsage", what,
-            "the communicator is busy with a distributed run (apspDistributed); await it first");
-      }
-      if (counted_ < maxInFlight) break;
-    }
-    std::this_thread::sleep_for(p);
+void Comm::checkUsable(const char* what) {
+  if (failed_) throw CudaFailure(failCode_, what, failMessage_);
+  if (closing_) throw CudaFailure("ncclCommDestroyed", what, "the communicator has been destroyed");
+  if (!initDone_)
+    throw CudaFailure("ncclInvalidUsage", what,
+                      "the communicator is not initialised yet: await Communicator.init()");
+  if (reserved_ && owner_ != std::this_thread::get_id()) {
+    throw CudaFailure("ncclInvalidUsage", what,
+                      "the communicator is busy with a distributed run (apspDistributed); await it first");
   }
-  const nccl::Api& a = nccl::api();
-  Op op;
-  op.what = what;
-  op.notify = notify;
-  // Events go back to the pool unless the operation was tracked.
-  struct Events {
-    Comm* self;
-    Op* op;
-    bool keep = false;
-    ~Events() {
-      if (keep) return;
-      self->giveEvent(op->start);
-      self->giveEvent(op->end);
-    }
-  } events{this, &op};
-  op.start = takeEvent();
-  op.end = takeEvent();
+}
 
+Comm::Queued Comm::queueNow(Op& op, cudaStream_t stream,
+                            const std::function<nccl::Result(nccl::Comm)>& call) {
+  Queued q;
+  try {
+    op.start = takeEvent();
+    op.end = takeEvent();
+  } catch (const CudaFailure& f) {
+    q.code = f.code();
+    q.message = f.what();
+    return q;
+  }
   std::unique_lock<std::mutex> nl(ncclMutex_, std::defer_lock);
   if (!nl.try_lock()) {
     const auto until = Clock::now() + kLockSpin;
     while (!nl.try_lock()) {
-      throwIfFailed();
+      if (failedNow()) {
+        q.code = "ncclAborted";  // the failure's own reason is what the caller reports
+        return q;
+      }
       if (Clock::now() > until) {
         nl.lock();
         break;
@@ -505,41 +505,69 @@ uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_
     }
   }
   if (comm_ == nullptr) {
-    nl.unlock();
-    throwIfFailed();
-    throw CudaFailure("ncclInvalidUsage", what, "the communicator is not initialised");
+    q.code = "ncclInvalidUsage";
+    q.message = "the communicator is not initialised";
+    return q;
   }
-  CK_CUDA(cudaEventRecord(op.start, stream));
+  cudaError_t e = cudaEventRecord(op.start, stream);
+  if (e != cudaSuccess) {
+    q.code = cudaGetErrorName(e);
+    q.message = std::string("cudaEventRecord: ") + cudaGetErrorString(e);
+    return q;
+  }
   nccl::Result r = call(comm_);
   if (r == nccl::kInProgress)
     r = waitInProgress(comm_, Clock::now() + timeout(), [this] { return failedNow(); });
-  std::string detail;
-  cudaError_t recorded = cudaSuccess;
-  if (r == nccl::kSuccess)
-    recorded = cudaEventRecord(op.end, stream);
-  else
-    detail = lastError(comm_);
-  nl.unlock();
   if (r != nccl::kSuccess) {
-    throwIfFailed();  // failed meanwhile: that reason
-    fail(nccl::resultName(r),
-         withDetail(std::string(what) + " was refused by NCCL: " + a.getErrorString(r), detail));
-    throwIfFailed();
+    q.code = nccl::resultName(r);
+    q.message = std::string("was refused by NCCL: ") + nccl::api().getErrorString(r);
+    q.detail = lastError(comm_);
+    return q;
   }
-  if (recorded != cudaSuccess) {
+  e = cudaEventRecord(op.end, stream);
+  if (e != cudaSuccess) {
     // Queued in NCCL but not tracked: nothing could tell when it ends, so the communicator stops here.
-    fail(cudaGetErrorName(recorded),
-         std::string(what) + ": cudaEventRecord: " + cudaGetErrorString(recorded));
+    q.code = cudaGetErrorName(e);
+    q.message = std::string("was queued but cannot be tracked: cudaEventRecord: ") + cudaGetErrorString(e);
+  }
+  return q;
+}
+
+uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
+                       const std::function<nccl::Result(nccl::Comm)>& call) {
+  // Bounded look-ahead: a thread that queued far ahead of a hung GPU would block inside a launch
+  // while holding ncclMutex_, where the watchdog could no longer abort. Deferred operations were
+  // called first, so they reach NCCL first.
+  for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      checkUsable(what);
+      if (counted_ < maxInFlight && deferred_.empty() && launching_ == 0) break;
+    }
+    std::this_thread::sleep_for(p);
+  }
+  Op op;
+  op.what = what;
+  op.notify = notify;
+  const Queued q = queueNow(op, stream, call);
+  if (!q.code.empty()) {
+    // Possibly still pending on the stream: destroying the events is fine, reusing them is not.
+    for (cudaEvent_t e : {op.start, op.end})
+      if (e) cudaEventDestroy(e);
+    throwIfFailed();  // failed meanwhile: that reason
+    fail(q.code, withDetail(std::string(what) + " " + q.message, q.detail));
     throwIfFailed();
   }
   uint64_t id = 0;
   bool idle = false;
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
-    if (failed_) throw CudaFailure(failCode_, what, failMessage_);
+    if (failed_) {
+      for (cudaEvent_t e : {op.start, op.end}) cudaEventDestroy(e);
+      throw CudaFailure(failCode_, what, failMessage_);
+    }
     id = op.id = nextId_++;
     idle = ops_.empty();
-    events.keep = true;
     ops_.push_back(std::move(op));
     ++counted_;
   }
@@ -548,12 +576,95 @@ uint64_t Comm::enqueue(const char* what, cudaStream_t stream, bool notify, size_
   return id;
 }
 
+uint64_t Comm::enqueueOrDefer(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
+                              Launch call) {
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    checkUsable(what);
+    // Only the caller's thread adds operations, and the communicator's thread queues only deferred
+    // ones: with none deferred and a slot free, this call is the next to reach NCCL, and enqueue
+    // finds the slot still free.
+    if (!(deferred_.empty() && launching_ == 0 && counted_ < maxInFlight)) {
+      Deferred d;
+      d.id = nextId_++;
+      d.what = what;
+      d.notify = notify;
+      d.maxInFlight = maxInFlight;
+      d.call = std::move(call);
+      const uint64_t id = d.id;
+      deferred_.push_back(std::move(d));
+      holdLibraryStream(device_, this);
+      wake_.notify_all();
+      return id;
+    }
+  }
+  return enqueue(what, stream, notify, maxInFlight, [&](nccl::Comm raw) { return call(raw, stream); });
+}
+
+void Comm::launchDeferred() {
+  for (;;) {
+    Deferred d;
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      if (failed_ || deferred_.empty() || counted_ >= deferred_.front().maxInFlight) return;
+      // Out of the queue while it is queued on the stream; launching_ keeps enqueue from going
+      // ahead of it, and wait() and pending() counting it.
+      d = std::move(deferred_.front());
+      deferred_.pop_front();
+      launching_ = d.id;
+    }
+    // Held for this communicator, so no wait; work of other holders cannot be held now (the caller's
+    // thread waited for them in libraryStreamFor before it deferred anything).
+    cudaStream_t stream = libraryStreamUnheld(device_);
+    Op op;
+    op.what = d.what;
+    op.notify = d.notify;
+    const Queued q = queueNow(op, stream, [&](nccl::Comm raw) { return d.call(raw, stream); });
+    bool failedMeanwhile = false;
+    {
+      std::lock_guard<std::mutex> lock(stateMutex_);
+      // From launching_ to ops_ in one step: wait() and pending() always find it in one of them, and
+      // a failure from any thread settles it exactly once.
+      launching_ = 0;
+      op.id = d.id;
+      if (failed_) {
+        failedMeanwhile = true;
+      } else if (q.code.empty()) {
+        ops_.push_back(std::move(op));
+        ++counted_;
+      }
+    }
+    // Queued (or failed): work called after it may go on the stream now. fail() releases the rest.
+    releaseLibraryStream(device_, this, 1);
+    if (failedMeanwhile || !q.code.empty()) {
+      for (cudaEvent_t e : {op.start, op.end})
+        if (e) cudaEventDestroy(e);
+      if (!failedMeanwhile)
+        fail(q.code, withDetail(d.what + " (deferred: " + std::to_string(d.maxInFlight) +
+                                    " operations were in flight) " + q.message,
+                                q.detail));
+      // It was out of every list when the communicator failed: settled here, with that reason.
+      std::string code, message;
+      {
+        std::lock_guard<std::mutex> lock(stateMutex_);
+        code = failCode_;
+        message = failMessage_;
+      }
+      if (d.notify && settle_) settle_(Outcome{d.id, false, code, message});
+      return;
+    }
+  }
+}
+
 void Comm::wait(uint64_t id) {
   for (microseconds p = kFirstPoll;; p = nextPoll(p)) {
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (failed_) throw CudaFailure(failCode_, "communicator", failMessage_);
-      if (std::none_of(ops_.begin(), ops_.end(), [&](const Op& o) { return o.id == id; })) return;
+      if (launching_ != id &&
+          std::none_of(ops_.begin(), ops_.end(), [&](const Op& o) { return o.id == id; }) &&
+          std::none_of(deferred_.begin(), deferred_.end(), [&](const Deferred& d) { return d.id == id; }))
+        return;
     }
     std::this_thread::sleep_for(p);
   }

@@ -82,6 +82,16 @@ class Comm : public std::enable_shared_from_this<Comm> {
   // communicator then fails).
   uint64_t enqueue(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
                    const std::function<nccl::Result(nccl::Comm)>& call);
+  // An operation for enqueueOrDefer: the NCCL call (or group) on the stream it is given.
+  using Launch = std::function<nccl::Result(nccl::Comm, cudaStream_t)>;
+  // enqueue for the JavaScript thread, which must never wait for a peer: with fewer than
+  // `maxInFlight` operations pending and none deferred, the operation is queued now on `stream` (the
+  // device's library stream, from libraryStreamFor(device(), this)); otherwise it is deferred: the
+  // communicator's thread queues it on the library stream when a slot frees, in call order, and until
+  // then the stream is held (core/device.h), so that work called after it is queued after it.
+  // `call` must hold copies of what it uses. Returns the operation's id; throws as enqueue does.
+  uint64_t enqueueOrDefer(const char* what, cudaStream_t stream, bool notify, size_t maxInFlight,
+                          Launch call);
   // Blocks until operation `id` has completed, or throws CudaFailure if the communicator failed.
   void wait(uint64_t id);
   // Blocks until every pending operation has completed (or throws as wait does).
@@ -121,7 +131,27 @@ class Comm : public std::enable_shared_from_this<Comm> {
     std::chrono::steady_clock::time_point startedAt;
   };
 
+  // An operation waiting for a slot (enqueueOrDefer).
+  struct Deferred {
+    uint64_t id = 0;
+    std::string what;
+    bool notify = false;
+    size_t maxInFlight = 0;
+    Launch call;
+  };
+
   Comm(int size, int rank, int device, int64_t timeoutMs, Settle settle);
+  // Throws CudaFailure when `what` cannot be queued now (failed, closed, not initialised, reserved by
+  // another thread). Under stateMutex_.
+  void checkUsable(const char* what);
+  // Queues `call` on `stream` as `op` (its events taken, its id set), under ncclMutex_. Returns an
+  // empty code, or the failure's code, message and NCCL's detail.
+  struct Queued {
+    std::string code, message, detail;
+  };
+  Queued queueNow(Op& op, cudaStream_t stream, const std::function<nccl::Result(nccl::Comm)>& call);
+  // The communicator's thread: queues deferred operations, oldest first, while slots are free.
+  void launchDeferred();
   void run(const nccl::UniqueId& id);
   bool initialise(const nccl::UniqueId& id);
   bool connectPeers(nccl::Comm raw);
@@ -157,6 +187,8 @@ class Comm : public std::enable_shared_from_this<Comm> {
   bool reserved_ = false;
   std::thread::id owner_;
   std::vector<cudaEvent_t> events_;  // completed operations' events, for reuse
+  std::deque<Deferred> deferred_;    // waiting for a slot, in call order; each holds the library stream
+  uint64_t launching_ = 0;           // the deferred operation being queued now, or 0
 };
 
 }  // namespace dist

@@ -786,8 +786,11 @@ async function unawaitedMode(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // late: one rank (CK_LATE_RANK, default the last) comes CK_LATE_MS (4000) late to CK_LATE (init,
-// collective, p2p, or flood: FLOOD un-awaited collectives at once, more than the operations a
-// communicator keeps in flight); the others' event loops must keep turning meanwhile. With
+// collective, p2p; flood: FLOOD un-awaited allReduces at once, more than the operations a
+// communicator keeps queued, the rest deferred; flood-gather: FLOOD un-awaited allGathers, each
+// allocating its output; flood-read: FLOOD un-awaited float64 sums of one array, then at once a
+// read of it, which must come after all of them: size^FLOOD); the others' event loops must keep
+// turning meanwhile. With
 // CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the pending
 // operation rejects.
 
@@ -852,6 +855,9 @@ async function lateMode(): Promise<void> {
     }, abortMs);
   }
   using small = ck.full('float32', 256, rank + 1, { device });
+  using acc = ck.full('float64', 256, 1, { device });
+  const gathered: ck.DeviceArray[] = [];
+  let floodSettled: Promise<PromiseSettledResult<unknown>[]> | null = null;
   const op =
     what === 'p2p'
       ? () => (rank === 0 ? comm.send(a, lateRank) : rank === lateRank ? comm.recv(a, 0) : Promise.resolve(a))
@@ -860,9 +866,24 @@ async function lateMode(): Promise<void> {
             // Issued in one go, none awaited (awaiting is optional): each call may only queue.
             const all: Promise<unknown>[] = [];
             for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+            floodSettled = Promise.allSettled(all);
             return Promise.all(all).then(() => a);
           }
-        : () => comm.allReduce(a);
+        : what === 'flood-gather'
+          ? () => {
+              const all: Promise<unknown>[] = [];
+              for (let i = 0; i < FLOOD; i++) all.push(comm.allGather(small).then((g) => gathered.push(g)));
+              return Promise.all(all).then(() => a);
+            }
+          : what === 'flood-read'
+            ? () => {
+                // Each sum doubles (2 ranks) the values; the read is queued after the last one.
+                const all: Promise<unknown>[] = [];
+                for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(acc, 'sum'));
+                const read = acc.toHost();
+                return Promise.all([...all, read]).then(() => read);
+              }
+            : () => comm.allReduce(a);
   const waited = await lagDuring(async () => {
     const t = performance.now();
     const p = op();
@@ -873,9 +894,12 @@ async function lateMode(): Promise<void> {
     extra.waitMs = Math.round(waited.ms);
     extra.lagMs = waited.lagMs;
     // The first call of a kind may also load its kernel (CUDA loads modules lazily): a one-off cost
-    // of the process, not a wait for the peer, which would take the 4 s.
-    check((extra.callMs as number) < 20, `the call took ${String(extra.callMs)} ms`);
-    check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
+    // of the process, not a wait for the peer, which would take the 4 s. flood-read's read waits in
+    // the calling thread for the deferred sums to be queued (docs/multi-gpu.md): no bound on it.
+    if (what !== 'flood-read') {
+      check((extra.callMs as number) < 20, `the call took ${String(extra.callMs)} ms`);
+      check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
+    }
   }
   if (abortMs !== null) {
     if (rank === 0) {
@@ -886,6 +910,17 @@ async function lateMode(): Promise<void> {
         `the pending operation after abort(): ${String(waited.error)}`,
       );
       check(waited.ms < abortMs + 1000, `it rejected ${waited.ms.toFixed(0)} ms after the call`);
+      if (floodSettled) {
+        // Every call of the flood, queued or deferred, rejects; nothing stays held on the stream.
+        const settled = await (floodSettled as Promise<PromiseSettledResult<unknown>[]>);
+        const aborted = settled.filter(
+          (r) => r.status === 'rejected' && r.reason instanceof ck.NcclError && r.reason.code === 'ncclAborted',
+        ).length;
+        extra.abortedCalls = aborted;
+        check(aborted === FLOOD, `after abort(): ${aborted} of ${FLOOD} flood calls rejected with ncclAborted`);
+        const after = await ck.full('float32', 8, 3, { device }).toHost();
+        check(after[7] === 3, `the library stream after abort(): ${after[7]}`);
+      }
     } else if (late) {
       // Its peer gave up: an NcclError within its timeout, not a hang.
       check(waited.error instanceof ck.NcclError, `the late rank after rank 0's abort: ${String(waited.error)}`);
@@ -897,6 +932,19 @@ async function lateMode(): Promise<void> {
   if (waited.error) throw waited.error;
   if (what === 'p2p') {
     if (rank === lateRank) check((await a.toHost())[7] === 1, 'p2p: received rank 0’s data');
+  } else if (what === 'flood-gather') {
+    check(gathered.length === FLOOD, `flood-gather: ${gathered.length} results of ${FLOOD}`);
+    for (const g of gathered.slice(-3)) {
+      const h = await g.toHost();
+      check(h[0] === 1 && h[256 * size - 1] === size, `flood-gather: ${h[0]} … ${h[256 * size - 1]}`);
+    }
+    for (const g of gathered) g.free();
+    if (!late) check(waited.ms >= lateMs - 500, `waited ${waited.ms.toFixed(0)} ms for a peer ${lateMs} ms late`);
+  } else if (what === 'flood-read') {
+    const h = (waited.value as unknown as Float64Array) ?? new Float64Array(1);
+    const want = size ** FLOOD;
+    check(h[7] === want && h[255] === want, `flood-read: the read saw ${h[7]}, expected ${want} (size^${FLOOD})`);
+    extra.readLog2 = Math.log2(h[7]);
   } else if (what === 'flood') {
     check(
       (await small.toHost())[17] === size,
