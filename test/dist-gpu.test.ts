@@ -309,7 +309,7 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     );
   }, 120_000);
 
-  test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error', async () => {
+  test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error (or, with a GPU per rank, may complete from data already sent)', async () => {
     const { out, exits, detail } = startRanks(2, ['late'], {
       CK_LATE: 'collective',
       CK_LATE_MS: '4000',
