@@ -792,7 +792,8 @@ async function unawaitedMode(): Promise<void> {
 // read of it, which must come after all of them: size^FLOOD); the others' event loops must keep
 // turning meanwhile. With
 // CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the pending
-// operation rejects.
+// operation rejects (CK_FLOOD_BARRIER=1: a barrier() comes first, so that abort() has barrier()'s
+// array to free).
 
 /** The event loop's largest delay while `run` runs, in ms. */
 async function lagDuring<T>(
@@ -865,6 +866,7 @@ async function lateMode(): Promise<void> {
         ? () => {
             // Issued in one go, none awaited (awaiting is optional): each call may only queue.
             const all: Promise<unknown>[] = [];
+            if (process.env.CK_FLOOD_BARRIER) comm.barrier().catch(() => {});
             for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
             floodSettled = Promise.allSettled(all);
             return Promise.all(all).then(() => a);
