@@ -285,6 +285,26 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
+  test('arrays collected by the garbage collector during a flood with a late peer: their finalizers do not wait for the deferred calls', async () => {
+    const r0 = await lateRun('flood-gc');
+    report(
+      `flood-gc: ${String(r0.collected)} arrays collected in ${(r0.gcMs as number).toFixed(1)} ms (collection and finalizers), event-loop lag ${(r0.lagMs as number).toFixed(1)} ms`,
+    );
+  }, 120_000);
+
+  // The late rank makes its last 36 calls 2 s after its first 64: only a wait that covers the calls
+  // deferred on rank 0 lasts until then.
+  test.each(['flood-sync', 'flood-sync-blocking'])(
+    '%s after a flood with a late peer: the wait covers the deferred calls (synchronizeAsync without blocking the event loop)',
+    async (what) => {
+      const r0 = await lateRun(what);
+      report(
+        `${what}: the wait took ${(r0.syncMs as number).toFixed(0)} ms (peer 4 s late, its last 36 calls 2 s later), event-loop lag ${(r0.lagMs as number).toFixed(1)} ms`,
+      );
+    },
+    120_000,
+  );
+
   test('a read queued right after 100 un-awaited sums (most of them deferred) sees all of them: size^100', async () => {
     const r0 = await lateRun('flood-read');
     report(
