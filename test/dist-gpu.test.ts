@@ -285,6 +285,26 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
+  test('arrays collected by the garbage collector during a flood with a late peer: their finalizers do not wait for the deferred calls', async () => {
+    const r0 = await lateRun('flood-gc');
+    report(
+      `flood-gc: ${String(r0.collected)} arrays collected in ${(r0.gcMs as number).toFixed(1)} ms (collection and finalizers), event-loop lag ${(r0.lagMs as number).toFixed(1)} ms`,
+    );
+  }, 120_000);
+
+  // The late rank makes its last 36 calls 2 s after its first 64: only a wait that covers the calls
+  // deferred on rank 0 lasts until then.
+  test.each(['flood-sync', 'flood-sync-blocking'])(
+    '%s after a flood with a late peer: the wait covers the deferred calls (synchronizeAsync without blocking the event loop)',
+    async (what) => {
+      const r0 = await lateRun(what);
+      report(
+        `${what}: the wait took ${(r0.syncMs as number).toFixed(0)} ms (peer 4 s late, its last 36 calls 2 s later), event-loop lag ${(r0.lagMs as number).toFixed(1)} ms`,
+      );
+    },
+    120_000,
+  );
+
   test('a read queued right after 100 un-awaited sums (most of them deferred) sees all of them: size^100', async () => {
     const r0 = await lateRun('flood-read');
     report(
@@ -292,22 +312,29 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     );
   }, 120_000);
 
-  test('abort() from a timer during a flood with a late peer: it returns within 100 ms, every call rejects, the process goes on', async () => {
-    const { out, exits, detail } = startRanks(2, ['late'], {
-      CK_LATE: 'flood',
-      CK_LATE_MS: '4000',
-      CK_ABORT_MS: '1000',
-      CK_TIMEOUT_MS: '8000',
-    });
-    const ends = await exits;
-    const [r0] = results(out[0]);
-    const [r1] = results(out[1]);
-    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
-      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
-    report(
-      `abort() during a flood: ${(r0.abortCallMs as number).toFixed(2)} ms; the late peer got ${String(r1.lateError)}`,
-    );
-  }, 120_000);
+  // With a barrier() first, abort() also frees barrier()'s array: after the close, or it would wait
+  // for the deferred calls, i.e. for the late peer.
+  test.each(['', 'a barrier, then '])(
+    'abort() from a timer during %sa flood with a late peer: it returns within 100 ms, every call rejects, the process goes on',
+    async (barrier) => {
+      const { out, exits, detail } = startRanks(2, ['late'], {
+        CK_LATE: 'flood',
+        CK_LATE_MS: '4000',
+        CK_ABORT_MS: '1000',
+        CK_TIMEOUT_MS: '8000',
+        ...(barrier ? { CK_FLOOD_BARRIER: '1' } : {}),
+      });
+      const ends = await exits;
+      const [r0] = results(out[0]);
+      const [r1] = results(out[1]);
+      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+      report(
+        `abort() during a flood: ${(r0.abortCallMs as number).toFixed(2)} ms; the late peer got ${String(r1.lateError)}`,
+      );
+    },
+    120_000,
+  );
 
   test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error (or, with a GPU per rank, may complete from data already sent)', async () => {
     const { out, exits, detail } = startRanks(2, ['late'], {

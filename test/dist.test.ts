@@ -714,6 +714,55 @@ describe('one sequence of operations at a time on a communicator (the reservatio
   });
 });
 
+describe("abort() and destroy() with barrier()'s array (native calls stubbed, no NCCL)", () => {
+  // While collectives are deferred (more than the 64 a communicator keeps queued), a free() on the
+  // device waits in the calling thread until they are queued, i.e. for a late peer (docs/multi-gpu.md).
+  // So barrier()'s array may be freed only once the close has let the stream go: abort() rejects the
+  // deferred calls at the close, destroy() when its thread has finished.
+  const make = () =>
+    new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)(
+      {},
+      0,
+      2,
+      0,
+      1000,
+      undefined,
+      'options',
+    );
+  let order: string[];
+  let closed: () => void;
+  beforeEach(() => {
+    order = [];
+    jest.spyOn(native, 'alloc').mockImplementation(() => ({}) as never);
+    jest.spyOn(native, 'free').mockImplementation(() => void order.push('free'));
+    // Never settles: the barrier stays pending, as it would behind a late peer.
+    jest.spyOn(native, 'ncclCollective').mockImplementation(() => new Promise<void>(() => {}));
+    jest.spyOn(native, 'ncclCommClose').mockImplementation((_h, graceful) => {
+      order.push(graceful ? 'destroy' : 'abort');
+      return new Promise<void>((r) => (closed = r));
+    });
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  test('abort(): the close first, then the free, both in the call', () => {
+    const comm = make();
+    void comm.barrier().catch(() => {});
+    comm.abort();
+    expect(order).toEqual(['abort', 'free']);
+    closed();
+  });
+
+  test("destroy(): the close in the call, the free once the communicator's thread has finished", async () => {
+    const comm = make();
+    void comm.barrier().catch(() => {});
+    comm.destroy();
+    expect(order).toEqual(['destroy']);
+    closed();
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['destroy', 'free']);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 // NCCL at run time.
 

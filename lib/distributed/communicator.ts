@@ -628,9 +628,13 @@ export class Communicator {
     if (this.#handle === null) return;
     const h = this.#handle;
     this.#handle = null;
-    this.#scratch?.free();
+    const scratch = this.#scratch;
     this.#scratch = null;
-    keepAliveUntil(native.ncclCommClose(h, true), this.timeoutMs + CLOSE_GRACE_MS);
+    const closed = native.ncclCommClose(h, true);
+    keepAliveUntil(closed, this.timeoutMs + CLOSE_GRACE_MS);
+    // barrier()'s array goes once the thread has finished: a free() now would wait in this thread
+    // while collectives are deferred (a barrier may be one of them), until a late peer comes.
+    if (scratch) closed.then(() => scratch.free()).catch(ignore);
   }
 
   /**
@@ -642,9 +646,11 @@ export class Communicator {
     if (this.#handle === null) return;
     const h = this.#handle;
     this.#handle = null;
+    keepAliveUntil(native.ncclCommClose(h, false), CLOSE_GRACE_MS);
+    // After the close, which has rejected the deferred collectives and let the stream go: before it,
+    // this free() would wait in this thread for them (until a late peer came), not return at once.
     this.#scratch?.free();
     this.#scratch = null;
-    keepAliveUntil(native.ncclCommClose(h, false), CLOSE_GRACE_MS);
   }
 
   /** Destroys the communicator at the end of a `using` block. */

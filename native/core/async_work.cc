@@ -134,13 +134,19 @@ Napi::Value streamWaitAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int device = intArg(info, 0, "device");
   return guard(env, [&]() -> Napi::Value {
-    cudaStream_t stream = libraryStream(device);  // checks the device and makes it current
+    cudaStream_t stream = libraryStreamUnheld(device);  // checks the device and makes it current
     auto e = std::make_shared<SleepEvent>();
     e->device = device;
     CK_CUDA(cudaEventCreateWithFlags(&e->event, cudaEventBlockingSync | cudaEventDisableTiming));
-    CK_CUDA(cudaEventRecord(e->event, stream));
-    return GpuTask::start(env, "synchronizeAsync", device, {},
-                          [e](const GpuTask::Report&) { CK_CUDA(cudaEventSynchronize(e->event)); });
+    // Collectives deferred on the stream (core/device.h) were called before this and are not queued
+    // yet: the pool thread waits until they are and records the event then (a little later than the
+    // call, which only waits longer), so that this thread never waits for a late peer.
+    const bool held = libraryStreamHeld(device);
+    if (!held) CK_CUDA(cudaEventRecord(e->event, stream));
+    return GpuTask::start(env, "synchronizeAsync", device, {}, [e, held, device](const GpuTask::Report&) {
+      if (held) CK_CUDA(cudaEventRecord(e->event, libraryStream(device)));
+      CK_CUDA(cudaEventSynchronize(e->event));
+    });
   });
 }
 

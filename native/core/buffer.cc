@@ -25,15 +25,18 @@ namespace ck {
 static const napi_type_tag kBufferTag = {0x6375646b65726e6cULL, 0x2e62756666657231ULL};
 
 // Returns the memory to the device's pool on its library stream: after everything already queued
-// there (the array's last use), without waiting on the host.
-static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError) {
+// there (the array's last use), without waiting on the host. `collected`: from the garbage
+// collector's finalizer, which does not wait for collectives deferred on the stream (core/device.h):
+// nothing deferred can use the memory, since a collective keeps its arrays referenced until it is
+// done, and a finalizer that waited would stop the event loop until a late peer came.
+static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError, bool collected = false) {
   if (b.released) return;
   b.released = true;
   if (b.ptr == nullptr) return;
   DeviceRestore restore;  // finalizers run outside guard()
   cudaError_t err = cudaSuccess;
   try {
-    err = poolFree(b.ptr, libraryStream(b.device));
+    err = poolFree(b.ptr, collected ? libraryStreamUnheld(b.device) : libraryStream(b.device));
   } catch (const CudaFailure&) {
     err = cudaErrorInvalidDevice;  // the stream was never created: nothing can use the memory
   }
@@ -80,7 +83,7 @@ Napi::Value newBuffer(Napi::Env env, int device, Dtype dtype, size_t length) {
   }
   auto handle = Napi::External<DeviceBuffer>::New(env, b, [](Napi::Env e, DeviceBuffer* buf) {
     // Safety net for arrays the user never freed; errors cannot be reported from here.
-    releaseMemory(e, *buf, false);
+    releaseMemory(e, *buf, false, true);
     delete buf;
   });
   handle.TypeTag(&kBufferTag);

@@ -93,16 +93,19 @@ Holds& holds() {
   return *h;
 }
 
+// Whether holders other than `self` hold operations for `device`'s library stream. Under h.mutex.
+bool heldByOthers(const Holds& h, int device, const void* self) {
+  for (const auto& [key, n] : h.count)
+    if (key.first == device && key.second != self && n > 0) return true;
+  return false;
+}
+
 // Waits while holders other than `self` hold operations for `device`'s library stream.
 void waitForHolds(int device, const void* self) {
   Holds& h = holds();
   if (h.anyHeld.load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(h.mutex);
-  h.released.wait(lock, [&] {
-    for (const auto& [key, n] : h.count)
-      if (key.first == device && key.second != self && n > 0) return false;
-    return true;
-  });
+  h.released.wait(lock, [&] { return !heldByOthers(h, device, self); });
 }
 
 }  // namespace
@@ -138,6 +141,13 @@ cudaStream_t libraryStreamFor(int device, const void* holder) {
   cudaStream_t s = streamOf(device, 0);
   waitForHolds(device, holder);
   return s;
+}
+
+bool libraryStreamHeld(int device) {
+  Holds& h = holds();
+  if (h.anyHeld.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(h.mutex);
+  return heldByOthers(h, device, nullptr);
 }
 
 cudaStream_t libraryStreamUnheld(int device) {

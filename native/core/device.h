@@ -37,6 +37,8 @@ void holdLibraryStream(int device, const void* holder);
 void releaseLibraryStream(int device, const void* holder, int n);
 // libraryStream for `holder`: waits only for other holders' operations.
 cudaStream_t libraryStreamFor(int device, const void* holder);
+// Whether anything holds `device`'s library stream now (libraryStream would wait); never waits.
+bool libraryStreamHeld(int device);
 // libraryStream without the wait, for work whose place on the stream does not matter to anything
 // held: a stream-ordered allocation (nothing queued before it can use the memory it returns).
 cudaStream_t libraryStreamUnheld(int device);

@@ -121,12 +121,13 @@ Napi::Value memoryInfo(const Napi::CallbackInfo& info) {
   });
 }
 
-// Waits for everything the library queued on the device (and anything else on it).
+// Waits for everything the library queued on the device (and anything else on it), collectives
+// deferred on its library stream included: libraryStream() first waits until they are queued.
 Napi::Value synchronize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int device = intArg(info, 0, "device");
   guard(env, [&] {
-    useDevice(device);
+    libraryStream(device);  // checks the device and makes it current
     CK_CUDA(cudaDeviceSynchronize());
   });
   return env.Undefined();

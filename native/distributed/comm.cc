@@ -94,6 +94,9 @@ void Comm::run(const nccl::UniqueId& id) {
     fail("ncclInternalError", std::string("the communicator's thread failed: ") + e.what());
   }
   abortNccl();  // after a failure; nothing left after a clean destroy
+  // Failed, so nothing is deferred any more and only this thread launched deferred operations: a hold
+  // still here was left by a launch an exception cut short, and would stop the device for good.
+  releaseLibraryStream(device_, this, -1);
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     threadDone_ = true;
@@ -425,8 +428,10 @@ void Comm::fail(const std::string& code, const std::string& message) {
     deferred.swap(deferred_);
   }
   wake_.notify_all();
-  // Never queued now: work held behind them may go on.
-  releaseLibraryStream(device_, this, -1);
+  // Never queued now: work held behind them may go on. Not the one being queued this moment
+  // (launching_): launchDeferred releases it once its NCCL call has returned, so that nothing called
+  // after abort() (a free() of its arrays) reaches the stream before the kernels it may still queue.
+  releaseLibraryStream(device_, this, static_cast<int>(deferred.size()));
   for (const Op& op : pending) settle(op, false, code, reason);
   for (const Deferred& d : deferred)
     if (d.notify && settle_) settle_(Outcome{d.id, false, code, reason});
@@ -507,6 +512,11 @@ Comm::Queued Comm::queueNow(Op& op, cudaStream_t stream,
   if (comm_ == nullptr) {
     q.code = "ncclInvalidUsage";
     q.message = "the communicator is not initialised";
+    return q;
+  }
+  // Failed meanwhile (abort()): nothing more for NCCL to launch on this communicator.
+  if (failedNow()) {
+    q.code = "ncclAborted";
     return q;
   }
   cudaError_t e = cudaEventRecord(op.start, stream);
@@ -590,6 +600,7 @@ uint64_t Comm::enqueueOrDefer(const char* what, cudaStream_t stream, bool notify
       d.what = what;
       d.notify = notify;
       d.maxInFlight = maxInFlight;
+      d.stream = stream;
       d.call = std::move(call);
       const uint64_t id = d.id;
       deferred_.push_back(std::move(d));
@@ -613,13 +624,21 @@ void Comm::launchDeferred() {
       deferred_.pop_front();
       launching_ = d.id;
     }
-    // Held for this communicator, so no wait; work of other holders cannot be held now (the caller's
-    // thread waited for them in libraryStreamFor before it deferred anything).
-    cudaStream_t stream = libraryStreamUnheld(device_);
+    // On the stream the caller was given (held for this communicator, so no wait; work of other
+    // holders cannot be held now: the caller's thread waited for them in libraryStreamFor before it
+    // deferred anything). Nothing may escape: the operation is out of every list and holds the
+    // stream, so it is settled and released below whatever happens.
     Op op;
-    op.what = d.what;
-    op.notify = d.notify;
-    const Queued q = queueNow(op, stream, [&](nccl::Comm raw) { return d.call(raw, stream); });
+    Queued q;
+    try {
+      op.what = d.what;
+      op.notify = d.notify;
+      const cudaStream_t stream = d.stream;
+      q = queueNow(op, stream, [&](nccl::Comm raw) { return d.call(raw, stream); });
+    } catch (const std::exception& e) {
+      q.code = "ncclInternalError";
+      q.message = std::string("could not be queued: ") + e.what();
+    }
     bool failedMeanwhile = false;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);

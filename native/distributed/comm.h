@@ -137,6 +137,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
     std::string what;
     bool notify = false;
     size_t maxInFlight = 0;
+    cudaStream_t stream = nullptr;  // the library stream the caller was given
     Launch call;
   };
 

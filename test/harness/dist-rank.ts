@@ -14,6 +14,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
 import { Worker } from 'node:worker_threads';
 
 import * as ck from '../../lib';
@@ -789,10 +791,14 @@ async function unawaitedMode(): Promise<void> {
 // collective, p2p; flood: FLOOD un-awaited allReduces at once, more than the operations a
 // communicator keeps queued, the rest deferred; flood-gather: FLOOD un-awaited allGathers, each
 // allocating its output; flood-read: FLOOD un-awaited float64 sums of one array, then at once a
-// read of it, which must come after all of them: size^FLOOD); the others' event loops must keep
-// turning meanwhile. With
-// CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the pending
-// operation rejects.
+// read of it, which must come after all of them: size^FLOOD; flood-gc: a flood while the garbage
+// collector finalizes unreferenced arrays, whose memory goes back without waiting for the deferred
+// calls; flood-sync / flood-sync-blocking: a flood, then synchronizeAsync() / synchronize(), while the
+// late rank makes its last FLOOD - 64 calls SPLIT_MS after its first 64, so that only a wait that
+// covers the deferred calls lasts that long); the others' event loops must keep turning meanwhile.
+// With CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the
+// pending operation rejects (CK_FLOOD_BARRIER=1: a barrier() comes first, so that abort() has
+// barrier()'s array to free).
 
 /** The event loop's largest delay while `run` runs, in ms. */
 async function lagDuring<T>(
@@ -818,6 +824,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // Beyond the 64 operations a communicator keeps in flight (kMaxInFlight in native/distributed/binding.cc).
 const FLOOD = 100;
+const IN_FLIGHT = 64;
+const SPLIT_MS = 2000;
+
+/** The garbage collector, without --expose-gc. */
+function garbageCollector(): () => void {
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
+}
 
 async function lateMode(): Promise<void> {
   const env = ck.rankFromEnv();
@@ -865,25 +879,68 @@ async function lateMode(): Promise<void> {
         ? () => {
             // Issued in one go, none awaited (awaiting is optional): each call may only queue.
             const all: Promise<unknown>[] = [];
+            if (process.env.CK_FLOOD_BARRIER) comm.barrier().catch(() => {});
             for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
             floodSettled = Promise.allSettled(all);
             return Promise.all(all).then(() => a);
           }
-        : what === 'flood-gather'
+        : what === 'flood-gc'
           ? () => {
+              // Arrays nobody references any more, collected while the deferred calls hold the
+              // stream: their finalizers must not wait for the late peer.
+              let collected = 0;
+              const registry = new FinalizationRegistry(() => collected++);
+              for (let i = 0; i < 32; i++) registry.register(ck.empty('float32', 256, { device }), 0);
               const all: Promise<unknown>[] = [];
-              for (let i = 0; i < FLOOD; i++) all.push(comm.allGather(small).then((g) => gathered.push(g)));
-              return Promise.all(all).then(() => a);
+              for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+              const collect = sleep(100).then(async () => {
+                const gc = garbageCollector();
+                const t = performance.now();
+                gc();
+                await new Promise((r) => setImmediate(r));
+                await sleep(10);
+                extra.gcMs = performance.now() - t;
+                await sleep(50); // FinalizationRegistry's callbacks (the registry kept alive until then)
+                extra.collected = registry ? collected : 0;
+              });
+              return Promise.all([...all, collect]).then(() => a);
             }
-          : what === 'flood-read'
+          : what === 'flood-sync' || what === 'flood-sync-blocking'
             ? () => {
-                // Each sum doubles (2 ranks) the values; the read is queued after the last one.
                 const all: Promise<unknown>[] = [];
-                for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(acc, 'sum'));
-                const read = acc.toHost();
-                return Promise.all([...all, read]).then(() => read);
+                for (let i = 0; i < (late ? IN_FLIGHT : FLOOD); i++) all.push(comm.allReduce(small, 'max'));
+                if (late) {
+                  return sleep(SPLIT_MS).then(() => {
+                    for (let i = IN_FLIGHT; i < FLOOD; i++) all.push(comm.allReduce(small, 'max'));
+                    return Promise.all(all).then(() => a);
+                  });
+                }
+                const t = performance.now();
+                if (what === 'flood-sync-blocking') {
+                  ck.synchronize(device);
+                  extra.syncMs = performance.now() - t;
+                  return Promise.all(all).then(() => a);
+                }
+                return ck.synchronizeAsync(device).then(() => {
+                  extra.syncMs = performance.now() - t;
+                  return Promise.all(all).then(() => a);
+                });
               }
-            : () => comm.allReduce(a);
+            : what === 'flood-gather'
+              ? () => {
+                  const all: Promise<unknown>[] = [];
+                  for (let i = 0; i < FLOOD; i++) all.push(comm.allGather(small).then((g) => gathered.push(g)));
+                  return Promise.all(all).then(() => a);
+                }
+              : what === 'flood-read'
+                ? () => {
+                    // Each sum doubles (2 ranks) the values; the read is queued after the last one.
+                    const all: Promise<unknown>[] = [];
+                    for (let i = 0; i < FLOOD; i++) all.push(comm.allReduce(acc, 'sum'));
+                    const read = acc.toHost();
+                    return Promise.all([...all, read]).then(() => read);
+                  }
+                : () => comm.allReduce(a);
   const waited = await lagDuring(async () => {
     const t = performance.now();
     const p = op();
@@ -895,10 +952,24 @@ async function lateMode(): Promise<void> {
     extra.lagMs = waited.lagMs;
     // The first call of a kind may also load its kernel (CUDA loads modules lazily): a one-off cost
     // of the process, not a wait for the peer, which would take the 4 s. flood-read's read waits in
-    // the calling thread for the deferred sums to be queued (docs/multi-gpu.md): no bound on it.
-    if (what !== 'flood-read') {
+    // the calling thread for the deferred sums to be queued (docs/multi-gpu.md): no bound on it, nor
+    // on synchronize(), which blocks by design. flood-gc's lag includes the collection itself.
+    if (what !== 'flood-read' && what !== 'flood-sync-blocking') {
       check((extra.callMs as number) < 20, `the call took ${String(extra.callMs)} ms`);
-      check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
+      if (what !== 'flood-gc')
+        check(waited.lagMs <= 20, `event loop lag while waiting for the late peer: ${waited.lagMs.toFixed(1)} ms`);
+    }
+    if (what === 'flood-gc') {
+      check((extra.collected as number) > 0, `the garbage collector collected none of the 32 arrays`);
+      check((extra.gcMs as number) < 1000, `the collection and its finalizers took ${String(extra.gcMs)} ms`);
+    }
+    if (what === 'flood-sync' || what === 'flood-sync-blocking') {
+      // The deferred calls' partners come SPLIT_MS after the peer's first 64: a wait that ends sooner
+      // missed them.
+      check(
+        (extra.syncMs as number) >= lateMs + SPLIT_MS - 500,
+        `${what}: the wait ended after ${String(extra.syncMs)} ms, before the deferred calls could complete`,
+      );
     }
   }
   if (abortMs !== null) {
@@ -952,7 +1023,7 @@ async function lateMode(): Promise<void> {
     const want = size ** FLOOD;
     check(h[7] === want && h[255] === want, `flood-read: the read saw ${h[7]}, expected ${want} (size^${FLOOD})`);
     extra.readLog2 = Math.log2(h[7]);
-  } else if (what === 'flood') {
+  } else if (what === 'flood' || what === 'flood-gc' || what === 'flood-sync' || what === 'flood-sync-blocking') {
     check(
       (await small.toHost())[17] === size,
       `${FLOOD} allReduce max: ${(await small.toHost())[17]}, expected ${size}`,
