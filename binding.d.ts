@@ -196,8 +196,11 @@ export interface NativeBinding {
 
   /** From the device's pool; with `source` (same dtype and length) also uploads it. */
   alloc(device: number, dtype: DtypeCode, length: number, source?: HostArray): BufferHandle;
-  /** Back to the pool in the library stream's order (no host wait). */
-  free(array: BufferHandle): void;
+  /**
+   * Back to the pool in the library stream's order (no host wait). `unheld`: without waiting for
+   * collectives deferred on the stream, for an array none of them can use.
+   */
+  free(array: BufferHandle, unheld?: boolean): void;
   /** Host → device at element `offset`; returns once `source` has been read. */
   upload(array: BufferHandle, source: HostArray, offset?: number): void;
   /** The same, resolved once `source` may be reused; the device copy is enqueued at call time. */

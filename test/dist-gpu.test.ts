@@ -336,6 +336,30 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
     120_000,
   );
 
+  // A second communicator on the device (one rank, with barrier()'s array), closed from a timer during
+  // the first one's flood: its close, and freeing that array once it has finished, may not wait for
+  // the first one's deferred calls, i.e. for the late peer.
+  test.each(['abort', 'destroy'])(
+    'a second communicator on the device, %s() from a timer during a flood of the first with a late peer: it returns within 100 ms, the event loop keeps turning, the flood completes',
+    async (how) => {
+      const { out, exits, detail } = startRanks(2, ['late'], {
+        CK_LATE: 'flood',
+        CK_LATE_MS: '4000',
+        CK_ABORT_MS: '1000',
+        CK_SECOND_COMM: how,
+      });
+      const ends = await exits;
+      const [r0] = results(out[0]);
+      const [r1] = results(out[1]);
+      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
+        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+      report(
+        `second communicator ${how}() during a flood: ${(r0.abortCallMs as number).toFixed(2)} ms, event-loop lag ${(r0.lagMs as number).toFixed(1)} ms`,
+      );
+    },
+    120_000,
+  );
+
   test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error (or, with a GPU per rank, may complete from data already sent)', async () => {
     const { out, exits, detail } = startRanks(2, ['late'], {
       CK_LATE: 'collective',

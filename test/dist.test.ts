@@ -715,10 +715,11 @@ describe('one sequence of operations at a time on a communicator (the reservatio
 });
 
 describe("abort() and destroy() with barrier()'s array (native calls stubbed, no NCCL)", () => {
-  // While collectives are deferred (more than the 64 a communicator keeps queued), a free() on the
-  // device waits in the calling thread until they are queued, i.e. for a late peer (docs/multi-gpu.md).
-  // So barrier()'s array may be freed only once the close has let the stream go: abort() rejects the
-  // deferred calls at the close, destroy() when its thread has finished.
+  // While collectives are deferred (more than the 64 a communicator keeps queued), a plain free() on
+  // the device waits in the calling thread until they are queued, i.e. for a late peer
+  // (docs/multi-gpu.md), and those may be another communicator's on the same device. So barrier()'s
+  // array goes only once this communicator's thread has finished (none of its calls is deferred any
+  // more), freed without waiting for the others' (`unheld`: none of them uses it).
   const make = () =>
     new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)(
       {},
@@ -734,7 +735,7 @@ describe("abort() and destroy() with barrier()'s array (native calls stubbed, no
   beforeEach(() => {
     order = [];
     jest.spyOn(native, 'alloc').mockImplementation(() => ({}) as never);
-    jest.spyOn(native, 'free').mockImplementation(() => void order.push('free'));
+    jest.spyOn(native, 'free').mockImplementation((_h, unheld) => void order.push(unheld ? 'free unheld' : 'free'));
     // Never settles: the barrier stays pending, as it would behind a late peer.
     jest.spyOn(native, 'ncclCollective').mockImplementation(() => new Promise<void>(() => {}));
     jest.spyOn(native, 'ncclCommClose').mockImplementation((_h, graceful) => {
@@ -744,22 +745,49 @@ describe("abort() and destroy() with barrier()'s array (native calls stubbed, no
   });
   afterEach(() => jest.restoreAllMocks());
 
-  test('abort(): the close first, then the free, both in the call', () => {
-    const comm = make();
-    void comm.barrier().catch(() => {});
-    comm.abort();
-    expect(order).toEqual(['abort', 'free']);
-    closed();
-  });
+  test.each([
+    ['abort', (c: ck.Communicator) => c.abort()],
+    ['destroy', (c: ck.Communicator) => c.destroy()],
+  ])(
+    "%s(): the close in the call, the free once the communicator's thread has finished, not waiting for other holders",
+    async (what, close) => {
+      const comm = make();
+      void comm.barrier().catch(() => {});
+      close(comm);
+      expect(order).toEqual([what]);
+      closed();
+      await new Promise((r) => setImmediate(r));
+      expect(order).toEqual([what, 'free unheld']);
+      // Idempotent: nothing more to free.
+      close(comm);
+      await new Promise((r) => setImmediate(r));
+      expect(order).toEqual([what, 'free unheld']);
+    },
+  );
 
-  test("destroy(): the close in the call, the free once the communicator's thread has finished", async () => {
-    const comm = make();
-    void comm.barrier().catch(() => {});
-    comm.destroy();
-    expect(order).toEqual(['destroy']);
-    closed();
-    await new Promise((r) => setImmediate(r));
-    expect(order).toEqual(['destroy', 'free']);
+  test.each([
+    ['abort', (c: ck.Communicator) => c.abort()],
+    ['destroy', (c: ck.Communicator) => c.destroy()],
+  ])("%s() never throws, nor rejects unhandled, when freeing barrier()'s array fails", async (_what, close) => {
+    jest.spyOn(native, 'free').mockImplementation(() => {
+      throw new ck.CudaError('an illegal memory access was encountered', 'cudaErrorIllegalAddress', 'cudaFreeAsync');
+    });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const comm = make();
+      void comm.barrier().catch(() => {});
+      expect(() => close(comm)).not.toThrow();
+      expect(comm.destroyed).toBe(true);
+      closed();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+      expect(native.free).toHaveBeenCalledTimes(1);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });
 

@@ -628,13 +628,9 @@ export class Communicator {
     if (this.#handle === null) return;
     const h = this.#handle;
     this.#handle = null;
-    const scratch = this.#scratch;
-    this.#scratch = null;
     const closed = native.ncclCommClose(h, true);
     keepAliveUntil(closed, this.timeoutMs + CLOSE_GRACE_MS);
-    // barrier()'s array goes once the thread has finished: a free() now would wait in this thread
-    // while collectives are deferred (a barrier may be one of them), until a late peer comes.
-    if (scratch) closed.then(() => scratch.free()).catch(ignore);
+    this.#freeScratchOnceClosed(closed);
   }
 
   /**
@@ -646,11 +642,20 @@ export class Communicator {
     if (this.#handle === null) return;
     const h = this.#handle;
     this.#handle = null;
-    keepAliveUntil(native.ncclCommClose(h, false), CLOSE_GRACE_MS);
-    // After the close, which has rejected the deferred collectives and let the stream go: before it,
-    // this free() would wait in this thread for them (until a late peer came), not return at once.
-    this.#scratch?.free();
+    const closed = native.ncclCommClose(h, false);
+    keepAliveUntil(closed, CLOSE_GRACE_MS);
+    this.#freeScratchOnceClosed(closed);
+  }
+
+  // barrier()'s array goes once the communicator's thread has finished (`closed`): then none of this
+  // communicator's collectives can still be deferred, and no other communicator ever uses the array,
+  // so it is freed without waiting for collectives deferred on the device (another communicator's,
+  // behind a late peer). A free() now, or a plain free() then, would wait for them in this thread.
+  // Never throws (a CUDA error there has nobody to tell).
+  #freeScratchOnceClosed(closed: Promise<void>): void {
+    const scratch = this.#scratch;
     this.#scratch = null;
+    if (scratch) closed.then(() => native.free(scratch.handle('barrier array'), true)).catch(ignore);
   }
 
   /** Destroys the communicator at the end of a `using` block. */

@@ -25,18 +25,18 @@ namespace ck {
 static const napi_type_tag kBufferTag = {0x6375646b65726e6cULL, 0x2e62756666657231ULL};
 
 // Returns the memory to the device's pool on its library stream: after everything already queued
-// there (the array's last use), without waiting on the host. `collected`: from the garbage
-// collector's finalizer, which does not wait for collectives deferred on the stream (core/device.h):
-// nothing deferred can use the memory, since a collective keeps its arrays referenced until it is
-// done, and a finalizer that waited would stop the event loop until a late peer came.
-static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError, bool collected = false) {
+// there (the array's last use), without waiting on the host. `unheld`: without waiting for
+// collectives deferred on the stream (core/device.h), for memory none of them can use: the garbage
+// collector's finalizer (a collective keeps its arrays referenced until it is done, and a finalizer
+// that waited would stop the event loop until a late peer came), and free(array, true).
+static void releaseMemory(Napi::Env env, DeviceBuffer& b, bool throwOnError, bool unheld = false) {
   if (b.released) return;
   b.released = true;
   if (b.ptr == nullptr) return;
   DeviceRestore restore;  // finalizers run outside guard()
   cudaError_t err = cudaSuccess;
   try {
-    err = poolFree(b.ptr, collected ? libraryStreamUnheld(b.device) : libraryStream(b.device));
+    err = poolFree(b.ptr, unheld ? libraryStreamUnheld(b.device) : libraryStream(b.device));
   } catch (const CudaFailure&) {
     err = cudaErrorInvalidDevice;  // the stream was never created: nothing can use the memory
   }
@@ -298,13 +298,15 @@ static Napi::Value alloc(const Napi::CallbackInfo& info) {
   });
 }
 
-// free(handle): idempotent; returns the memory to the pool in stream order (no host wait).
+// free(handle, unheld?): idempotent; returns the memory to the pool in stream order (no host wait).
+// `unheld`: the caller knows no deferred collective uses the array (releaseMemory).
 static Napi::Value freeBuffer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   DeviceBuffer& b = unwrapAny(info[0], "array");
+  const bool unheld = info.Length() > 1 && info[1].IsBoolean() && info[1].As<Napi::Boolean>().Value();
   if (!b.freed) {
     b.freed = true;
-    if (b.pending == 0) guard(env, [&] { releaseMemory(env, b, true); });
+    if (b.pending == 0) guard(env, [&] { releaseMemory(env, b, true, unheld); });
   }
   return env.Undefined();
 }

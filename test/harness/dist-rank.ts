@@ -798,7 +798,10 @@ async function unawaitedMode(): Promise<void> {
 // covers the deferred calls lasts that long); the others' event loops must keep turning meanwhile.
 // With CK_ABORT_MS, rank 0 aborts from a timer during the wait: abort() returns at once and the
 // pending operation rejects (CK_FLOOD_BARRIER=1: a barrier() comes first, so that abort() has
-// barrier()'s array to free).
+// barrier()'s array to free). With CK_SECOND_COMM=abort|destroy as well, rank 0 also has a one-rank
+// communicator on the same device, with barrier()'s array, and the timer closes that one instead:
+// neither the close nor the free of that array after it may wait for the first communicator's
+// deferred calls (the late peer), and the flood completes as without it.
 
 /** The event loop's largest delay while `run` runs, in ms. */
 async function lagDuring<T>(
@@ -860,11 +863,19 @@ async function lateMode(): Promise<void> {
   }
   using a = ck.full('float32', 1 << 20, rank + 1, { device });
   if (late && what !== 'init') await sleep(lateMs);
+  const secondClose = process.env.CK_SECOND_COMM ?? null;
+  let second: ck.Communicator | null = null;
+  if (secondClose !== null && rank === 0) {
+    second = await ck.Communicator.init({ rank: 0, size: 1, device, timeoutMs });
+    await second.barrier();
+  }
   let abortCallMs: number | null = null;
   if (abortMs !== null && rank === 0) {
     setTimeout(() => {
       const t = performance.now();
-      comm.abort();
+      if (second === null) comm.abort();
+      else if (secondClose === 'destroy') second.destroy();
+      else second.abort();
       abortCallMs = performance.now() - t;
     }, abortMs);
   }
@@ -972,7 +983,17 @@ async function lateMode(): Promise<void> {
       );
     }
   }
-  if (abortMs !== null) {
+  if (abortMs !== null && secondClose !== null) {
+    // The first communicator went on: the checks of a plain flood below.
+    if (rank === 0) {
+      extra.abortCallMs = abortCallMs;
+      check(
+        abortCallMs !== null && abortCallMs < 100,
+        `the second communicator's ${secondClose}() took ${String(abortCallMs)} ms`,
+      );
+      check(second?.destroyed === true, `the second communicator after ${secondClose}(): not closed`);
+    }
+  } else if (abortMs !== null) {
     if (rank === 0) {
       extra.abortCallMs = abortCallMs;
       check(abortCallMs !== null && abortCallMs < 100, `abort() took ${String(abortCallMs)} ms`);
