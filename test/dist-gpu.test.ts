@@ -428,6 +428,51 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
   );
 });
 
+// One rank in this process: a collective writes its output like any other call, so an array a
+// running Promise form writes is refused as one (docs/async.md, "Arrays while a call runs").
+describeNccl('collectives and the arrays of a running Promise form (one rank, in this process)', () => {
+  test("an array a running stencilAsync writes is refused as a collective's output, read as its input; after the run, both", async () => {
+    const comm = await ck.Communicator.init({ rank: 0, size: 1, timeoutMs: 60_000 });
+    try {
+      const rows = 301;
+      const cols = 299;
+      const n = rows * cols;
+      using g = ck.full('float32', n, 1);
+      // Zeros, not empty(): the read below may come before the run's first step.
+      using out = ck.full('float32', n, 0);
+      using scratch = ck.full('float32', n, 0);
+      using other = ck.full('float32', n, -3);
+      const controller = new AbortController();
+      const run = ck.stencilAsync(g, rows, cols, {
+        tolerance: 0,
+        maxIterations: 50_000_000,
+        out,
+        scratch,
+        signal: controller.signal,
+      });
+      const refused = /the output array is still being written by a running stencilAsync\(\)/;
+      expect(() => comm.allReduce(out)).toThrow(refused);
+      expect(() => comm.allReduce(other, 'max', { out })).toThrow(refused);
+      expect(() => comm.broadcast(scratch, 0)).toThrow(refused);
+      expect(() => comm.allGather(other, { out })).toThrow(refused);
+      expect(() => comm.reduceScatter(other, 'sum', { out })).toThrow(refused);
+      // Reading it is allowed (the values of the moment, all finite for this grid).
+      await comm.allReduce(out, 'sum', { out: other });
+      expect((await other.toHost()).every((v) => Number.isFinite(v))).toBe(true);
+      controller.abort();
+      await expect(run).rejects.toMatchObject({ name: 'AbortError' });
+      // Its arrays are free again: one rank's sum leaves them as they are.
+      out.fill(2.5);
+      await comm.allReduce(out, 'sum');
+      await comm.broadcast(scratch.fill(7), 0);
+      const [o, s] = [await out.toHost(), await scratch.toHost()];
+      expect([o[0], o[n - 1], s[0], s[n - 1]]).toEqual([2.5, 2.5, 7, 7]);
+    } finally {
+      comm.destroy();
+    }
+  }, 60_000);
+});
+
 describeNccl('distributed APSP across processes', () => {
   test('4 ranks, one killed (SIGKILL) after its third round: the others get an NcclError within timeoutMs and exit by themselves', async () => {
     const timeoutMs = 5000;

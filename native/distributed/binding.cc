@@ -282,7 +282,8 @@ Napi::Value ncclCollective(const Napi::CallbackInfo& info) {
   const bool needSend = kind != kRecv, needRecv = kind != kSend;
   DeviceBuffer* send = needSend ? &unwrapBuffer(info[2], "send") : nullptr;
   const int64_t sendOffset = countArg(info, 3, "sendOffset");
-  DeviceBuffer* recv = needRecv ? &unwrapBuffer(info[4], "recv") : nullptr;
+  // What the collective writes must not be another running call's output (docs/async.md).
+  DeviceBuffer* recv = needRecv ? &unwrapOutput(info[4], "the output array") : nullptr;
   const int64_t recvOffset = countArg(info, 5, "recvOffset");
   const uint64_t count = static_cast<uint64_t>(countArg(info, 6, "count"));
   const int op = intArg(info, 7, "op");
