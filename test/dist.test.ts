@@ -789,6 +789,20 @@ describe("abort() and destroy() with barrier()'s array (native calls stubbed, no
       process.off('unhandledRejection', onUnhandled);
     }
   });
+
+  test.each([
+    ['abort', (c: ck.Communicator) => c.abort()],
+    ['destroy', (c: ck.Communicator) => c.destroy()],
+  ])(
+    'barrier() after %s() rejects without making an array that only the garbage collector would free',
+    async (_what, close) => {
+      const comm = make();
+      close(comm);
+      await expect(comm.barrier()).rejects.toThrow(ck.NcclError);
+      expect(native.alloc).not.toHaveBeenCalled();
+      expect(native.ncclCollective).not.toHaveBeenCalled();
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------

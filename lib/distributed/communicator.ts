@@ -604,6 +604,8 @@ export class Communicator {
 
   /** Resolves when every rank has reached its barrier (an all-reduce of one element). */
   async barrier(): Promise<void> {
+    // A closed communicator refuses before the array is made: nothing would ever free it but the GC.
+    this.handle('barrier');
     this.#scratch ??= empty('int32', 1, { device: this.device });
     await this.allReduce(this.#scratch, 'max');
   }
