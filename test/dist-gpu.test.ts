@@ -249,15 +249,17 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
   }, 180_000);
 
   /** Two ranks, the second 4 s late to `what` (dist-rank.ts's `late` mode); rank 0's result once both passed. */
-  async function lateRun(what: string) {
-    const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: what, CK_LATE_MS: '4000' });
+  /** Both ranks' results once both passed: the last rank 4 s late to `what`, with `env` added. */
+  async function lateRuns(what: string, env: Record<string, string> = {}) {
+    const { out, exits, detail } = startRanks(2, ['late'], { CK_LATE: what, CK_LATE_MS: '4000', ...env });
     const ends = await exits;
     const [r0] = results(out[0]);
     const [r1] = results(out[1]);
     if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
       throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
-    return r0;
+    return [r0, r1] as const;
   }
+  const lateRun = async (what: string) => (await lateRuns(what))[0];
 
   test.each(['init', 'collective', 'p2p'])(
     'a peer 4 s late to %s: the other rank’s event loop keeps turning (lag ≤ 20 ms) and the call returns at once',
@@ -317,18 +319,11 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
   test.each(['', 'a barrier, then '])(
     'abort() from a timer during %sa flood with a late peer: it returns within 100 ms, every call rejects, the process goes on',
     async (barrier) => {
-      const { out, exits, detail } = startRanks(2, ['late'], {
-        CK_LATE: 'flood',
-        CK_LATE_MS: '4000',
+      const [r0, r1] = await lateRuns('flood', {
         CK_ABORT_MS: '1000',
         CK_TIMEOUT_MS: '8000',
         ...(barrier ? { CK_FLOOD_BARRIER: '1' } : {}),
       });
-      const ends = await exits;
-      const [r0] = results(out[0]);
-      const [r1] = results(out[1]);
-      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
-        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
       report(
         `abort() during a flood: ${(r0.abortCallMs as number).toFixed(2)} ms; the late peer got ${String(r1.lateError)}`,
       );
@@ -342,17 +337,7 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
   test.each(['abort', 'destroy'])(
     'a second communicator on the device, %s() from a timer during a flood of the first with a late peer: it returns within 100 ms, the event loop keeps turning, the flood completes',
     async (how) => {
-      const { out, exits, detail } = startRanks(2, ['late'], {
-        CK_LATE: 'flood',
-        CK_LATE_MS: '4000',
-        CK_ABORT_MS: '1000',
-        CK_SECOND_COMM: how,
-      });
-      const ends = await exits;
-      const [r0] = results(out[0]);
-      const [r1] = results(out[1]);
-      if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
-        throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+      const [r0] = await lateRuns('flood', { CK_ABORT_MS: '1000', CK_SECOND_COMM: how });
       report(
         `second communicator ${how}() during a flood: ${(r0.abortCallMs as number).toFixed(2)} ms, event-loop lag ${(r0.lagMs as number).toFixed(1)} ms`,
       );
@@ -361,17 +346,7 @@ describeNccl('jobs that never merge, an event loop that never waits on a peer', 
   );
 
   test('abort() from a timer while waiting for a late peer returns within 100 ms, the pending operation rejects, the peer gets an error (or, with a GPU per rank, may complete from data already sent)', async () => {
-    const { out, exits, detail } = startRanks(2, ['late'], {
-      CK_LATE: 'collective',
-      CK_LATE_MS: '4000',
-      CK_ABORT_MS: '1000',
-      CK_TIMEOUT_MS: '8000',
-    });
-    const ends = await exits;
-    const [r0] = results(out[0]);
-    const [r1] = results(out[1]);
-    if (!r0 || !r1 || ends.some((e) => e.code !== 0) || r0.failures.length + r1.failures.length > 0)
-      throw new Error(`${JSON.stringify(ends)}\n${detail()}`);
+    const [r0, r1] = await lateRuns('collective', { CK_ABORT_MS: '1000', CK_TIMEOUT_MS: '8000' });
     report(
       `abort() during the wait for a late peer: ${(r0.abortCallMs as number).toFixed(2)} ms, lag ${(r0.lagMs as number).toFixed(1)} ms; ` +
         `the late peer then got ${String(r1.lateError)}`,
