@@ -132,9 +132,7 @@ void releaseLibraryStream(int device, const void* holder, int n) {
 }
 
 cudaStream_t libraryStream(int device) {
-  cudaStream_t s = streamOf(device, 0);
-  waitForHolds(device, nullptr);
-  return s;
+  return libraryStreamFor(device, nullptr);
 }
 
 cudaStream_t libraryStreamFor(int device, const void* holder) {

@@ -40,7 +40,9 @@ cudaStream_t libraryStreamFor(int device, const void* holder);
 // Whether anything holds `device`'s library stream now (libraryStream would wait); never waits.
 bool libraryStreamHeld(int device);
 // libraryStream without the wait, for work whose place on the stream does not matter to anything
-// held: a stream-ordered allocation (nothing queued before it can use the memory it returns).
+// held: a stream-ordered allocation (nothing queued before it can use the memory it returns), the
+// free of memory no held operation uses (buffer.cc), an event recorded later on a pool thread
+// (synchronizeAsync).
 cudaStream_t libraryStreamUnheld(int device);
 
 // A second stream per device for the host side of asynchronous transfers (toHost() of large arrays

@@ -320,7 +320,6 @@ void Comm::watch() {
     const auto now = Clock::now();
     std::vector<Op> done;
     std::string failCode, failMessage;
-    bool drained = false;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (failed_) return;
@@ -354,7 +353,6 @@ void Comm::watch() {
         ++it;
       }
       cudaGetLastError();  // cudaErrorNotReady must not linger in this thread's error slot
-      drained = ops_.empty();
     }
     for (const Op& op : done) settle(op, true, "", "");
     if (!failCode.empty()) {
@@ -363,6 +361,7 @@ void Comm::watch() {
     }
     // Slots freed: deferred operations go now (destroy() waits for them like the others).
     launchDeferred();
+    bool drained = false;
     {
       std::lock_guard<std::mutex> lock(stateMutex_);
       if (failed_) return;

@@ -439,7 +439,7 @@ Napi::Value debugKernelLaunchLoop(const Napi::CallbackInfo& info) {
     for (double& us : times) {
       const auto t0 = std::chrono::steady_clock::now();
       launchPrepared(l);
-      useDevice(l.kernel->device);
+      libraryStream(l.kernel->device);  // as synchronize() does: the device current, no holds left
       CK_CUDA(cudaDeviceSynchronize());
       us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     }
