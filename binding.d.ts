@@ -593,13 +593,8 @@ export interface NativeBinding {
   ): Promise<NativeCompileResult>;
   /** Loads a cubin (or NUL-terminated PTX) with cudaLibraryLoadData. */
   kernelsLoad(device: number, code: Uint8Array, ptx: boolean): LibraryHandle;
-  /**
-   * The kernel cache's entry at `path` for `key` (native/nvrtc/entry.h): null when the file cannot be
-   * read whole, false when it is not a whole entry for `key` (magic, lengths, key, CRC-64), else the
-   * entry's bytes and, when `device` ≥ 0 and the code is a cubin, its library, loading on a libuv pool
-   * thread meanwhile (the first lookup of a kernel in it loads it itself if no thread has started to).
-   */
-  kernelsReadEntry(path: string, key: string, device: number): [Buffer, LibraryHandle | null] | null | false;
+  /** The bytes of the file at `path`, or null when it cannot be read whole (the kernel cache's entries). */
+  kernelsReadFile(path: string): Buffer | null;
   /**
    * The kernel `name` of `library` on `device`; `layout` holds [size, kind] per parameter (kind 0
    * scalar, 1 pointer read, 2 pointer written). Refuses a layout the compiled kernel contradicts.

@@ -13,10 +13,8 @@ import {
   defaultCacheDir,
   defaultCacheMaxBytes,
   encodeEntry,
-  type EntryRead,
   KernelCache,
 } from '../lib/kernels/cache';
-import { crc64 } from '../lib/kernels/checksum';
 import { CompileError } from '../lib/kernels/compile-error';
 import { sha256 } from '../lib/kernels/includes';
 import { native } from '../lib/native';
@@ -57,7 +55,7 @@ function makeCache(
     maxBytes: number;
     packageVersion: string;
     dir: string;
-    readEntry: (file: string, key: string, device: number) => EntryRead;
+    readFile: (file: string) => Uint8Array | null;
   }> = {},
 ) {
   const compiler = fakeCompiler(o);
@@ -66,7 +64,7 @@ function makeCache(
     dir: over.dir ?? dir,
     maxBytes: over.maxBytes ?? 1 << 30,
     packageVersion: over.packageVersion ?? '1.0.0',
-    readEntry: over.readEntry,
+    readFile: over.readFile,
   });
   return { compiler, cache };
 }
@@ -347,125 +345,72 @@ describe('entries', () => {
     expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
   });
 
-  test('CRC-64/XZ: the standard check value, and the same as the native checksum on entries of every length up to 300 bytes of code', () => {
-    expect(crc64(Buffer.from('123456789')).readBigUInt64LE(0)).toBe(0x995dc9bbdf1939fan);
-    expect(crc64(new Uint8Array(0)).readBigUInt64LE(0)).toBe(0n);
-    const f = path.join(dir, 'e.ckbin');
-    for (let n = 0; n <= 300; n++) {
-      const e = encodeEntry(key, { ...code, code: Uint8Array.from({ length: n }, (_, i) => (i * 131 + n) & 255) });
-      fs.writeFileSync(f, e);
-      const r = native.kernelsReadEntry(f, key, -1);
-      expect(r && Buffer.from(r[0]).equals(e)).toBe(true);
-    }
-  });
-
-  // The package reads entries with the addon's kernelsReadEntry (checked natively); the default is
-  // fs.readFileSync, checked by decodeEntry.
-  const nativeReader = (file: string, k: string): EntryRead => {
-    const r = native.kernelsReadEntry(file, k, -1);
-    return r === null || r === false ? r : { data: r[0], checked: true };
-  };
-  const readers: [string, ((file: string, key: string) => EntryRead) | undefined][] = [
+  // The package reads entries with the addon's kernelsReadFile; the default is fs.readFileSync.
+  const readers: [string, ((file: string) => Uint8Array | null) | undefined][] = [
     ['fs.readFileSync', undefined],
-    ['the native reader', nativeReader],
+    ['the native reader', (file) => native.kernelsReadFile(file)],
   ];
-  describe.each(readers)('read with %s', (_reader, readEntry) => {
+  describe.each(readers)('read with %s', (_reader, readFile) => {
     test.each([
       ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
       ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
       ['emptied', () => Buffer.alloc(0)],
       ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
     ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
-      const first = makeCache({}, { readEntry }).cache.get(request());
+      const first = makeCache({}, { readFile }).cache.get(request());
       const file = path.join(dir, `${first.key}.ckbin`);
       fs.writeFileSync(file, damage(fs.readFileSync(file)));
-      const { cache, compiler } = makeCache({}, { readEntry });
+      const { cache, compiler } = makeCache({}, { readFile });
       const r = cache.get(request());
       expect(r.from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       expect(cache.stats.corrupt).toBe(1);
       expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
       // The rewritten entry is good again.
-      expect(makeCache({}, { readEntry }).cache.get(request()).from).toBe('disk');
+      expect(makeCache({}, { readFile }).cache.get(request()).from).toBe('disk');
     });
 
     test('an entry that is a folder, or unreadable, is a miss that compiles', () => {
-      const key = makeCache({}, { readEntry }).cache.get(request()).key!;
+      const key = makeCache({}, { readFile }).cache.get(request()).key!;
       const file = path.join(dir, `${key}.ckbin`);
       fs.rmSync(file);
       fs.mkdirSync(file);
-      const { cache, compiler } = makeCache({}, { readEntry });
+      const { cache, compiler } = makeCache({}, { readFile });
       expect(cache.get(request()).from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       fs.rmSync(file, { recursive: true });
     });
   });
 
-  test('kernelsReadEntry refuses any single flipped byte, any truncation, a byte more, and another key', () => {
-    const good = encodeEntry(key, code);
-    const f = path.join(dir, 'e.ckbin');
-    const read = (b: Uint8Array, k = key) => (fs.writeFileSync(f, b), native.kernelsReadEntry(f, k, -1));
-    expect(read(good)).not.toBe(false);
-    for (let i = 0; i < good.length; i++) {
-      const bad = Buffer.from(good);
-      bad[i] ^= 0x01;
-      expect([i, read(bad)]).toEqual([i, false]);
-    }
-    for (let n = 0; n < good.length; n++) expect(read(good.subarray(0, n))).toBe(false);
-    expect(read(Buffer.concat([good, Buffer.from([0])]))).toBe(false);
-    expect(read(good, 'b'.repeat(64))).toBe(false);
-    expect(read(good, key.slice(1))).toBe(false);
-  });
-
-  test('kernelsReadEntry closes what it opens: thousands of reads, refusals and misses leave no descriptor', () => {
-    const f = path.join(dir, 'e.ckbin');
-    fs.writeFileSync(f, encodeEntry(key, code));
-    const junk = path.join(dir, 'junk.ckbin');
-    fs.writeFileSync(junk, 'entry');
+  test('kernelsReadFile closes what it opens: thousands of reads, refusals and misses leave no descriptor', () => {
+    const f = path.join(dir, 'small.bin');
+    fs.writeFileSync(f, 'entry');
     const open = () => fs.readdirSync('/proc/self/fd').length;
     const before = open();
     for (let i = 0; i < 3000; i++) {
-      expect(native.kernelsReadEntry(f, key, -1)).not.toBe(false);
-      expect(native.kernelsReadEntry(junk, key, -1)).toBe(false);
-      expect(native.kernelsReadEntry(dir, key, -1)).toBeNull();
-      expect(native.kernelsReadEntry(path.join(dir, 'missing.bin'), key, -1)).toBeNull();
+      expect(native.kernelsReadFile(f)!.length).toBe(5);
+      expect(native.kernelsReadFile(dir)).toBeNull();
+      expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
     }
     expect(open()).toBeLessThanOrEqual(before + 2);
   });
 
-  test('kernelsReadEntry: a large entry whole, no library without a device; null for a missing file, a folder, a NUL in the path or a FIFO', () => {
-    const big = { ...code, code: Uint8Array.from({ length: 200_003 }, (_, i) => (i * 7 + 1) & 255) };
-    const f = path.join(dir, 'e.ckbin');
-    fs.writeFileSync(f, encodeEntry(key, big));
-    const r = native.kernelsReadEntry(f, key, -1);
-    expect(r && [Buffer.from(r[0]).equals(encodeEntry(key, big)), r[1]]).toEqual([true, null]);
-    expect(r && decodeEntry(r[0], key, true)?.code).toEqual(big.code);
-    expect(native.kernelsReadEntry(path.join(dir, 'missing.bin'), key, -1)).toBeNull();
-    expect(native.kernelsReadEntry(dir, key, -1)).toBeNull();
+  test('kernelsReadFile: the bytes of a file, empty for an empty one, null for a missing file or a folder', () => {
+    const bytes = Uint8Array.from({ length: 200_003 }, (_, i) => (i * 7 + 1) & 255);
+    const f = path.join(dir, 'plain.bin');
+    fs.writeFileSync(f, bytes);
+    expect(Buffer.from(native.kernelsReadFile(f)!).equals(Buffer.from(bytes))).toBe(true);
+    fs.writeFileSync(f, '');
+    expect(native.kernelsReadFile(f)!.length).toBe(0);
+    expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
+    expect(native.kernelsReadFile(dir)).toBeNull();
     // A NUL ends the path for open(): refused, as fs refuses it, instead of reading the file before it.
-    expect(native.kernelsReadEntry(`${f}\0.ckbin`, key, -1)).toBeNull();
+    fs.writeFileSync(f, 'the wrong file');
+    expect(native.kernelsReadFile(`${f}\0.ckbin`)).toBeNull();
     // A FIFO (no writer) is refused at once instead of blocking the open.
-    const fifo = path.join(dir, 'fifo.ckbin');
-    if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadEntry(fifo, key, -1)).toBeNull();
-    expect(() => native.kernelsReadEntry(42 as never, key, -1)).toThrow(/path must be a string/);
-    expect(() => native.kernelsReadEntry(f, key, 0.5)).toThrow(/device must be a 32-bit integer/);
-  });
-
-  test('a cubin entry read for a device starts loading on a pool thread; a load that fails is thrown by the kernel lookup, and the next lookup tries again', async () => {
-    // Not a cubin (no ELF header): the load fails with or without a GPU, before any device is used.
-    const f = path.join(dir, 'e.ckbin');
-    fs.writeFileSync(f, encodeEntry(key, code));
-    const r = native.kernelsReadEntry(f, key, 0);
-    if (!r || r[1] === null) throw new Error(`no library: ${String(r)}`);
-    const library = r[1];
-    const lookup = () => native.kernelsGetKernel(library, 0, 'k', 'k', new Int32Array(0), []);
-    // Once the pool thread has surely run (and also if it never did: the lookup loads it then).
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    for (let i = 0; i < 3; i++)
-      expect(lookup).toThrow(expect.objectContaining({ code: 'cudaErrorInvalidKernelImage' }));
-    // PTX entries load where they are used, as before.
-    fs.writeFileSync(f, encodeEntry(key, { ...code, cubin: false }));
-    expect(native.kernelsReadEntry(f, key, 0)).toEqual([expect.anything(), null]);
+    const fifo = path.join(dir, 'fifo.bin');
+    if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadFile(fifo)).toBeNull();
+    expect(() => native.kernelsReadFile(42 as never)).toThrow(/path must be a string/);
   });
 
   test('several processes compiling one key at once all succeed, leaving one good entry and no temporary file', async () => {

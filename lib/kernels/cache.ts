@@ -4,8 +4,8 @@
 //   includes (lib/kernels/includes.ts), the options, the device's architecture, the compiler's identity
 //   (NVRTC's file: its version) and the package's version.
 // - Entries are written to a temporary file and renamed into place, so a reader sees a whole entry or
-//   none; each carries its key and a checksum (CRC-64) of itself, and one that fails them (truncated,
-//   corrupted, another key's) is removed and compiled again, never loaded. Two processes compiling one key both succeed: the last rename wins,
+//   none; each carries a SHA-256 of itself, and one that fails it (truncated, corrupted) is removed and
+//   compiled again, never loaded. Two processes compiling one key both succeed: the last rename wins,
 //   and both entries are good.
 // - The folder is bounded in size: after a write, the least recently used entries go first.
 //
@@ -15,7 +15,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { crc64 } from './checksum';
 import { type IncludeSet, resolveIncludes, sha256 } from './includes';
 
 /** A compilation, as the caller describes it. */
@@ -62,8 +61,6 @@ export interface CompiledCode {
   note: string;
   /** The request's `describe()` at compile time (undefined without one, or from an older entry). */
   info?: unknown;
-  /** What the entry's reader made of the code besides its bytes (the package's: the code, loading). */
-  loaded?: unknown;
 }
 
 /** Where the compiler is, as far as the key is concerned. */
@@ -112,13 +109,10 @@ export interface KernelCacheInfo {
 }
 
 /** Bumped when the entry format or the key's material changes, so old entries are never read. */
-const FORMAT = 2;
-// The layout, which native/nvrtc/entry.h checks too: magic, the metadata's and the code's lengths, flags
-// (bit 0: a cubin), the architecture, the key (64 hex digits), the metadata (JSON), the code, CRC-64.
-const MAGIC = Buffer.from('CKKERNL2', 'latin1');
-const KEY_AT = 24;
-const HEAD = KEY_AT + 64;
-const SUM = 8;
+const FORMAT = 1;
+const MAGIC = Buffer.from('CKKERNL1', 'latin1');
+const HEAD = MAGIC.length + 8;
+const SUM = 32;
 const SUFFIX = '.ckbin';
 /** Temporary files older than this are left over from a process that died mid-write. */
 const STALE_TMP_MS = 3600_000;
@@ -139,43 +133,41 @@ export function defaultCacheMaxBytes(env: NodeJS.ProcessEnv = process.env): numb
   return Number.isFinite(n) && n >= 0 ? n : 512 * 1024 * 1024;
 }
 
-/** Serialises an entry for `key` (a SHA-256 in hex): the header, metadata (JSON), code, then a CRC-64 of all of it. */
+/** Serialises an entry: magic, lengths, metadata (JSON), code, then a SHA-256 of all of it. */
 export function encodeEntry(key: string, c: CompiledCode): Buffer {
-  if (!/^[0-9a-f]{64}$/.test(key)) throw new RangeError(`an entry's key must be 64 hex digits, got ${key}`);
   const meta = Buffer.from(
-    JSON.stringify({ lowered: c.lowered, log: c.log, note: c.note, info: c.info ?? null }),
+    JSON.stringify({
+      format: FORMAT,
+      key,
+      cubin: c.cubin,
+      arch: c.arch,
+      lowered: c.lowered,
+      log: c.log,
+      note: c.note,
+      info: c.info ?? null,
+    }),
     'utf8',
   );
   const head = Buffer.alloc(HEAD);
   MAGIC.copy(head, 0);
-  head.writeUInt32LE(meta.length, 8);
-  head.writeUInt32LE(c.code.length, 12);
-  head.writeUInt32LE(c.cubin ? 1 : 0, 16);
-  head.writeUInt32LE(c.arch, 20);
-  head.write(key, KEY_AT, 'latin1');
+  head.writeUInt32LE(meta.length, MAGIC.length);
+  head.writeUInt32LE(c.code.length, MAGIC.length + 4);
   const body = Buffer.concat([head, meta, c.code]);
-  return Buffer.concat([body, crc64(body)]);
+  return Buffer.concat([body, Buffer.from(sha256(body), 'hex')]);
 }
 
-/**
- * The entry for `key` in `data`, or null when it is not one (wrong magic, length, key or checksum).
- * `checked`: the reader has checked all of that already (native/nvrtc/entry.cc), so only the
- * metadata is parsed here.
- */
-export function decodeEntry(data: Uint8Array, key: string, checked = false): CompiledCode | null {
+/** The entry for `key` in `data`, or null when it is not one (wrong magic, length or checksum, another key). */
+export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null {
   // Ranges of the one buffer rather than subarrays of it: a disk hit runs this once or twice per process,
   // interpreted, where every temporary object shows in its time.
   const n = data.byteLength;
   if (n < HEAD + SUM) return null;
+  for (let i = 0; i < MAGIC.length; i++) if (data[i] !== MAGIC[i]) return null;
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, n);
-  const metaLength = buf.readUInt32LE(8);
-  const codeLength = buf.readUInt32LE(12);
-  if (!checked) {
-    for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return null;
-    if (HEAD + metaLength + codeLength + SUM !== n) return null;
-    if (buf.toString('latin1', KEY_AT, HEAD) !== key) return null;
-    if (!crc64(buf.subarray(0, n - SUM)).equals(buf.subarray(n - SUM))) return null;
-  }
+  const metaLength = buf.readUInt32LE(MAGIC.length);
+  const codeLength = buf.readUInt32LE(MAGIC.length + 4);
+  if (HEAD + metaLength + codeLength + SUM !== n) return null;
+  if (sha256(buf.subarray(0, n - SUM)) !== buf.toString('hex', n - SUM, n)) return null;
   let meta: Record<string, unknown>;
   try {
     meta = JSON.parse(buf.toString('utf8', HEAD, HEAD + metaLength)) as Record<string, unknown>;
@@ -183,8 +175,10 @@ export function decodeEntry(data: Uint8Array, key: string, checked = false): Com
     return null;
   }
   if (
-    typeof meta !== 'object' ||
-    meta === null ||
+    meta.format !== FORMAT ||
+    meta.key !== key ||
+    typeof meta.cubin !== 'boolean' ||
+    typeof meta.arch !== 'number' ||
     typeof meta.log !== 'string' ||
     typeof meta.note !== 'string' ||
     typeof meta.lowered !== 'object' ||
@@ -195,21 +189,14 @@ export function decodeEntry(data: Uint8Array, key: string, checked = false): Com
   const code = new Uint8Array(buf.buffer, buf.byteOffset + HEAD + metaLength, codeLength);
   return {
     code,
-    cubin: (buf.readUInt32LE(16) & 1) === 1,
-    arch: buf.readUInt32LE(20),
+    cubin: meta.cubin,
+    arch: meta.arch,
     lowered: meta.lowered as Record<string, string>,
     log: meta.log,
     note: meta.note,
     ...(meta.info === null || meta.info === undefined ? {} : { info: meta.info }),
   };
 }
-
-/**
- * What reading an entry gave: its bytes, whether the reader checked them (magic, lengths, key,
- * checksum), and what it made of them (the package's reader starts loading the code). null: no file
- * to read; false: a file that is not a whole entry for the key (checked by the reader).
- */
-export type EntryRead = { data: Uint8Array; checked: boolean; loaded?: unknown } | null | false;
 
 /** Options of a {@link KernelCache}. */
 export interface KernelCacheOptions {
@@ -221,16 +208,15 @@ export interface KernelCacheOptions {
   /** Part of every key: a new version of the package never reads an older one's entries. */
   packageVersion: string;
   /**
-   * Reads the entry for `key` from `file` (for `device`, the lookup's). Default: fs.readFileSync,
-   * checked by decodeEntry. The package passes its native reader, which checks the entry and starts
-   * loading its code in one call, as a disk hit's time budget favours (lib/kernels/module.ts).
+   * Reads an entry's file whole, or returns null (missing, unreadable). Default: fs.readFileSync. The
+   * package passes its native reader, which a disk hit's time budget favours (lib/kernels/module.ts).
    */
-  readEntry?: (file: string, key: string, device: number) => EntryRead;
+  readFile?: (file: string) => Uint8Array | null;
 }
 
-function readWhole(file: string): EntryRead {
+function readWhole(file: string): Uint8Array | null {
   try {
-    return { data: fs.readFileSync(file), checked: false };
+    return fs.readFileSync(file);
   } catch {
     return null;
   }
@@ -240,8 +226,6 @@ function readWhole(file: string): EntryRead {
 export interface LookupOptions {
   /** Use the disk cache (default true); the in-process memo is always used. */
   disk?: boolean;
-  /** The device the code is for, passed to the entry's reader (default 0). */
-  device?: number;
 }
 
 /** Compiled code by key: memory, then disk, then the compiler. */
@@ -258,7 +242,7 @@ export class KernelCache {
   };
   readonly #compiler: Compiler;
   readonly #version: string;
-  readonly #readEntry: (file: string, key: string, device: number) => EntryRead;
+  readonly #readFile: (file: string) => Uint8Array | null;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
   /** When this process last hit each entry (file → ms): the size bound's order before the async touch lands. */
@@ -278,7 +262,7 @@ export class KernelCache {
     this.#prefix = path.join(options.dir, '_').slice(0, -1);
     this.maxBytes = options.maxBytes;
     this.#version = options.packageVersion;
-    this.#readEntry = options.readEntry ?? readWhole;
+    this.#readFile = options.readFile ?? readWhole;
   }
 
   /** The compiler's location; its identity is made known by loading it when looking was not enough. */
@@ -331,8 +315,7 @@ export class KernelCache {
     const disk = options.disk ?? true;
     let loc = this.#location();
     let { job, key } = this.plan(request, loc);
-    const device = options.device ?? 0;
-    const found = key === null ? null : this.#lookup(key, disk, device);
+    const found = key === null ? null : this.#lookup(key, disk);
     if (found) return { code: found.code, from: found.from, key };
     // A miss: the compiler is needed now. If loading it reveals another build than the one located,
     // the key changes with it (and may hit).
@@ -340,7 +323,7 @@ export class KernelCache {
     if (loaded.identity !== loc.identity) {
       loc = loaded;
       ({ job, key } = this.plan(request, loc));
-      const again = key === null ? null : this.#lookup(key, disk, device);
+      const again = key === null ? null : this.#lookup(key, disk);
       if (again) return { code: again.code, from: again.from, key };
     }
     this.stats.compiles++;
@@ -402,7 +385,7 @@ export class KernelCache {
     }
   }
 
-  #lookup(key: string, disk: boolean, device: number): { code: CompiledCode; from: CacheSource } | null {
+  #lookup(key: string, disk: boolean): { code: CompiledCode; from: CacheSource } | null {
     const memo = this.#memo.get(key);
     if (memo) {
       this.stats.memoryHits++;
@@ -410,9 +393,9 @@ export class KernelCache {
     }
     if (!disk) return null;
     const file = this.entryPath(key);
-    const read = this.#readEntry(file, key, device);
-    if (read === null) return null;
-    const code = this.#accept(key, read, file);
+    const data = this.#readFile(file);
+    if (data === null) return null;
+    const code = this.#accept(key, data, file);
     return code ? { code, from: 'disk' } : null;
   }
 
@@ -424,13 +407,12 @@ export class KernelCache {
     } catch {
       return null;
     }
-    return this.#accept(key, { data, checked: false }, file);
+    return this.#accept(key, data, file);
   }
 
   /** A disk entry's code, memoised, when it checks out; a bad one is removed. */
-  #accept(key: string, read: Exclude<EntryRead, null>, file: string): CompiledCode | null {
-    const code = read === false ? null : decodeEntry(read.data, key, read.checked);
-    if (code !== null && read !== false && read.loaded !== undefined) code.loaded = read.loaded;
+  #accept(key: string, data: Uint8Array, file: string): CompiledCode | null {
+    const code = decodeEntry(data, key);
     if (code === null) {
       this.stats.corrupt++;
       try {

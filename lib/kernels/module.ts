@@ -60,12 +60,8 @@ export function kernelCache(): KernelCache {
       dir: defaultCacheDir(),
       maxBytes: defaultCacheMaxBytes(),
       packageVersion: packageVersion(),
-      // A hit in one native call: read, checked (key, lengths, CRC-64) and, for a cubin, loading on a
-      // pool thread while this thread goes on to the launch (see kernelsReadEntry).
-      readEntry: (file, key, device) => {
-        const r = native.kernelsReadEntry(file, key, device);
-        return r === null || r === false ? r : { data: r[0], checked: true, loaded: r[1] ?? undefined };
-      },
+      // A hit's read in one native call instead of readFileSync's JavaScript (see kernelsReadFile).
+      readFile: (file) => native.kernelsReadFile(file),
     });
   return theCache;
 }
@@ -353,14 +349,8 @@ function requestOf(source: string, o: ResolvedOptions, arch: number): CompileReq
 }
 
 function compileBinary(source: string, o: ResolvedOptions, arch: number): Binary {
-  const r = kernelCache().get(requestOf(source, o, arch), { disk: o.cache, device: o.device });
-  let library = r.key === null ? null : (loaded.get(r.key) ?? null);
-  // A disk hit's code, loading since the read (its failure, if any, comes with the first launch).
-  if (library === null && r.key !== null && r.code.loaded !== undefined) {
-    library = r.code.loaded as LibraryHandle;
-    loaded.set(r.key, library);
-  }
-  return { compiled: r.code, key: r.key, from: r.from, library };
+  const r = kernelCache().get(requestOf(source, o, arch), { disk: o.cache });
+  return { compiled: r.code, key: r.key, from: r.from, library: r.key === null ? null : (loaded.get(r.key) ?? null) };
 }
 
 function loadLibrary(b: Binary, device: number): LibraryHandle {

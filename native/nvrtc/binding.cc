@@ -8,10 +8,8 @@
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,7 +18,6 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "nvrtc/compile.h"
-#include "nvrtc/entry.h"
 #include "nvrtc/module.h"
 #include "nvrtc/nvrtc.h"
 
@@ -38,87 +35,9 @@ constexpr int kDefaultSharedLimit = 48 * 1024;
 // cudaLibraryUnload does not wait for the stream. lib/kernels loads each distinct binary once. The
 // image is kept with it (never freed, like the library): with lazy loading the driver may read it
 // when a kernel first runs in another device's context.
-//
-// A cubin read from the disk cache starts loading on a libuv pool thread (kernelsReadEntry) while
-// JavaScript goes on to the launch; whichever of that thread and the first kernel lookup comes first
-// loads it, and the other waits for it. A failed load is thrown by the lookup, and the next lookup
-// tries again.
 struct LibraryState {
-  enum class Load { Waiting, Running, Done };
   std::vector<uint8_t> image;
-  bool ptx = false;
-  std::mutex mutex;
-  std::condition_variable done;
-  Load load = Load::Done;
   nvrtc::Library library = nullptr;
-  std::unique_ptr<CudaFailure> failure;
-};
-
-// Loads `s` (claimed by the caller: load is Running) and wakes whoever waits for it.
-void runLoad(LibraryState& s, int device) {
-  nvrtc::Library library = nullptr;
-  std::unique_ptr<CudaFailure> failure;
-  try {
-    library = nvrtc::loadLibrary(device, s.image.data(), s.image.size(), s.ptx);
-  } catch (const CudaFailure& f) {
-    failure = std::make_unique<CudaFailure>(f);
-  }
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.library = library;
-    s.failure = std::move(failure);
-    s.load = LibraryState::Load::Done;
-  }
-  s.done.notify_all();
-}
-
-// The library of `s`, loaded: here if no thread has started to, else once that thread is done.
-// Throws the load's failure (and leaves the next call to try again).
-nvrtc::Library readyLibrary(LibraryState& s, int device) {
-  std::unique_lock<std::mutex> lock(s.mutex);
-  if (s.load == LibraryState::Load::Waiting) {
-    s.load = LibraryState::Load::Running;
-    lock.unlock();
-    runLoad(s, device);
-    lock.lock();
-  }
-  s.done.wait(lock, [&] { return s.load == LibraryState::Load::Done; });
-  if (s.failure) {
-    const CudaFailure f = *s.failure;
-    s.failure.reset();
-    s.load = LibraryState::Load::Waiting;
-    throw f;
-  }
-  return s.library;
-}
-
-// The pool thread's part of a disk hit: the load, unless a lookup has claimed it, then the first use
-// of each of the library's kernels on `device`. With lazy loading (the driver's default) a kernel's
-// code reaches the GPU on its first use, ~0.1 ms that the launch would otherwise pay.
-class LoadWorker : public Napi::AsyncWorker {
- public:
-  LoadWorker(Napi::Env env, LibraryState* state, int device)
-      : Napi::AsyncWorker(env, "cudaKernelsLoad"), state_(state), device_(device) {}
-
-  void Execute() override {
-    DeviceRestore restore;
-    {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      if (state_->load != LibraryState::Load::Waiting) return;
-      state_->load = LibraryState::Load::Running;
-    }
-    runLoad(*state_, device_);
-    nvrtc::Library library = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      if (!state_->failure) library = state_->library;
-    }
-    if (library != nullptr) nvrtc::warmKernels(library, device_);
-  }
-
- private:
-  LibraryState* state_;  // never freed (see LibraryState)
-  int device_;
 };
 
 enum class ParamKind : int { Scalar = 0, ReadPointer = 1, WrittenPointer = 2 };
@@ -317,7 +236,6 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     auto state = std::make_unique<LibraryState>();
     state->image.assign(code.Data(), code.Data() + code.ByteLength());
-    state->ptx = ptx;
     state->library = nvrtc::loadLibrary(device, state->image.data(), state->image.size(), ptx);
     // Not deleted with the handle: the library it describes is never unloaded (see LibraryState).
     auto handle = Napi::External<LibraryState>::New(env, state.release());
@@ -326,10 +244,14 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   });
 }
 
-// The bytes of the file at `path` in a new Buffer, or null when it cannot be read whole (missing, not a
-// regular file, an I/O error, shorter than its size said). Node's readFileSync runs about ten
-// JavaScript functions, interpreted on a process's first disk hits.
-Napi::Value readWholeFile(Napi::Env env, const std::string& path) {
+// kernelsReadFile(path) -> Buffer of the file's bytes, or null when it cannot be read whole (missing, not
+// a regular file, an I/O error, shorter than its size said). The kernel cache reads its entries through
+// this: Node's readFileSync runs about ten JavaScript functions, interpreted on a process's first hits,
+// ~100 µs of the 0.5 ms a disk hit may take. The caller checks the bytes (the entry's own checksum).
+Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
   // open() would stop at a NUL and read another file ("dir/a\0b" is "dir/a"); fs refuses such paths too.
   if (path.find('\0') != std::string::npos) return env.Null();
   // O_NONBLOCK: a FIFO put where an entry belongs must not block the opening (the type check follows).
@@ -353,38 +275,6 @@ Napi::Value readWholeFile(Napi::Env env, const std::string& path) {
     got += static_cast<size_t>(r);
   }
   if (got != size) return env.Null();
-  return out;
-}
-
-// kernelsReadEntry(path, key, device) -> [entry: Buffer, library | null], null when the file cannot be
-// read whole, false when it is not a whole entry for `key` (native/nvrtc/entry.h: magic, lengths, key,
-// CRC-64). A disk hit in one call: with device >= 0 and a cubin, the library starts loading on a libuv
-// pool thread (LoadWorker) while JavaScript parses the metadata and gets to the launch.
-Napi::Value kernelsReadEntry(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const std::string path = stringArg(info, 0, "path");
-  const std::string key = stringArg(info, 1, "key");
-  const int device = intArg(info, 2, "device");
-  Napi::Value read = readWholeFile(env, path);
-  if (read.IsNull()) return read;
-  Napi::Buffer<uint8_t> data = read.As<Napi::Buffer<uint8_t>>();
-  nvrtc::EntryLayout layout;
-  if (!nvrtc::checkEntry(data.Data(), data.Length(), key, &layout)) return Napi::Boolean::New(env, false);
-  Napi::Value library = env.Null();
-  if (device >= 0 && layout.cubin) {
-    auto state = std::make_unique<LibraryState>();
-    const uint8_t* code = data.Data() + layout.codeOffset;
-    state->image.assign(code, code + layout.codeLength);
-    state->load = LibraryState::Load::Waiting;
-    LibraryState* s = state.release();  // never freed (see LibraryState)
-    auto handle = Napi::External<LibraryState>::New(env, s);
-    handle.TypeTag(&kLibraryTag);
-    (new LoadWorker(env, s, device))->Queue();
-    library = handle;
-  }
-  Napi::Array out = Napi::Array::New(env, 2);
-  out.Set(uint32_t{0}, data);
-  out.Set(uint32_t{1}, library);
   return out;
 }
 
@@ -435,7 +325,7 @@ Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
   k->args.assign(k->params.size(), nullptr);
 
   return guard(env, [&]() -> Napi::Value {
-    const nvrtc::KernelAttributes a = nvrtc::getKernel(readyLibrary(lib, device), device, name);
+    const nvrtc::KernelAttributes a = nvrtc::getKernel(lib.library, device, name);
     if (a.paramsKnown) {
       std::vector<size_t> ours;
       for (const auto& p : k->params) ours.push_back(p.size);
@@ -603,7 +493,7 @@ void registerNvrtc(Napi::Env env, Napi::Object exports) {
   exports.Set("nvrtcCompile", Napi::Function::New(env, nvrtcCompile, "nvrtcCompile"));
   exports.Set("nvrtcCompileAsync", Napi::Function::New(env, nvrtcCompileAsync, "nvrtcCompileAsync"));
   exports.Set("kernelsLoad", Napi::Function::New(env, kernelsLoad, "kernelsLoad"));
-  exports.Set("kernelsReadEntry", Napi::Function::New(env, kernelsReadEntry, "kernelsReadEntry"));
+  exports.Set("kernelsReadFile", Napi::Function::New(env, kernelsReadFile, "kernelsReadFile"));
   exports.Set("kernelsGetKernel", Napi::Function::New(env, kernelsGetKernel, "kernelsGetKernel"));
   exports.Set("kernelsLaunch", Napi::Function::New(env, kernelsLaunch, "kernelsLaunch"));
 #ifdef CK_TEST_HOOKS

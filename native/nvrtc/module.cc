@@ -78,31 +78,6 @@ KernelAttributes getKernel(Library library, int device, const std::string& name)
   return k;
 }
 
-void warmKernels(Library library, int device) {
-  constexpr unsigned kMaxKernels = 8;
-  try {
-    useDevice(device);
-  } catch (const CudaFailure&) {
-    return;
-  }
-  unsigned count = 0;
-  if (cudaLibraryGetKernelCount(&count, asLibrary(library)) != cudaSuccess || count == 0 ||
-      count > kMaxKernels) {
-    cudaGetLastError();
-    return;
-  }
-  cudaKernel_t kernels[kMaxKernels];
-  if (cudaLibraryEnumerateKernels(kernels, count, asLibrary(library)) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
-  for (unsigned i = 0; i < count; ++i) {
-    cudaFuncAttributes a;
-    if (cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernels[i])) != cudaSuccess)
-      cudaGetLastError();
-  }
-}
-
 void allowSharedMemory(Kernel kernel, int device, int bytes) {
   CK_CUDA(cudaKernelSetAttributeForDevice(asKernel(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           bytes, device));
@@ -132,7 +107,6 @@ Library loadLibrary(int, const void*, size_t, bool) {
 KernelAttributes getKernel(Library, int, const std::string&) {
   unsupported("cudaLibraryGetKernel");
 }
-void warmKernels(Library, int) {}
 void allowSharedMemory(Kernel, int, int) {
   unsupported("cudaKernelSetAttributeForDevice");
 }

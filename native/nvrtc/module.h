@@ -32,11 +32,6 @@ struct KernelAttributes {
 // `device`. Throws CudaFailure (code cudaErrorSymbolNotFound when there is no such kernel).
 KernelAttributes getKernel(Library library, int device, const std::string& name);
 
-// Uses each kernel of `library` once on `device` (its attributes), so that with lazy loading its code
-// is on the GPU before the first launch; a library of more than a few kernels is left alone (a launch
-// needs one of them, loading all would cost more). Best effort: failures are cleared, never thrown.
-void warmKernels(Library library, int device);
-
 // Lets `kernel` use up to `bytes` of dynamic shared memory on `device` (beyond the default 48 KiB).
 void allowSharedMemory(Kernel kernel, int device, int bytes);
 

@@ -12,10 +12,7 @@ const cache = new KernelCache({
   dir,
   maxBytes: Number(maxBytes),
   packageVersion: '1.0.0',
-  readEntry: (file, key) => {
-    const r = native.kernelsReadEntry(file, key, -1);
-    return r === null || r === false ? r : { data: r[0], checked: true };
-  },
+  readFile: (file) => native.kernelsReadFile(file),
 });
 const from = requests.map((r) => cache.get(JSON.parse(r) as CompileRequest).from);
 process.stdout.write(JSON.stringify(from) + '\n');
