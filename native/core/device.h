@@ -41,8 +41,8 @@ cudaStream_t libraryStreamFor(int device, const void* holder);
 bool libraryStreamHeld(int device);
 // libraryStream without the wait, for work whose place on the stream does not matter to anything
 // held: a stream-ordered allocation (nothing queued before it can use the memory it returns), the
-// free of memory no held operation uses (buffer.cc), an event recorded later on a pool thread
-// (synchronizeAsync).
+// free of memory no held operation uses (buffer.cc), synchronizeAsync's event while nothing is
+// held (while something is, its pool thread records it through libraryStream, after the holds).
 cudaStream_t libraryStreamUnheld(int device);
 
 // A second stream per device for the host side of asynchronous transfers (toHost() of large arrays
