@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "core/pool.h"
+#include "cuda_check.h"
 
 namespace ck {
 cudaError_t poolMalloc(void** ptr, size_t bytes, cudaStream_t stream) {
@@ -20,17 +21,6 @@ cudaError_t poolFree(void* ptr, cudaStream_t stream) {
   return ptr ? cudaFreeAsync(ptr, stream) : cudaSuccess;
 }
 }  // namespace ck
-
-// A harness is a test: a failed CUDA call ends it (exit 2), naming the call and where it was.
-#define CHECK_CUDA(expr)                                                                           \
-  do {                                                                                             \
-    const cudaError_t e_ = (expr);                                                                 \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,                    \
-                   cudaGetErrorString(e_));                                                        \
-      std::exit(2);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 // The same for cuBLAS calls (the harnesses that time it include cublas_v2.h first).
 #define CHECK_CUBLAS(expr)                                                                         \

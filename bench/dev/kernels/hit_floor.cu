@@ -12,19 +12,13 @@
 //   /tmp/hit_floor /tmp/a.cubin /tmp/b.cubin
 #include <cuda_runtime.h>
 
+#include "../cuda_check.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 using Clock = std::chrono::steady_clock;
 static double us(Clock::time_point a, Clock::time_point b) {
@@ -56,19 +50,19 @@ static Steps hit(const char* path, int n, float* x, float* y, cudaStream_t strea
   std::vector<char> image = readFile(path);
   auto t1 = Clock::now();
   cudaLibrary_t lib;
-  CHECK(cudaLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CHECK_CUDA(cudaLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   auto t2 = Clock::now();
   cudaKernel_t k;
-  CHECK(cudaLibraryGetKernel(&k, lib, "saxpy"));
+  CHECK_CUDA(cudaLibraryGetKernel(&k, lib, "saxpy"));
   auto t3 = Clock::now();
   cudaFuncAttributes a;
-  CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(k)));
+  CHECK_CUDA(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(k)));
   auto t4 = Clock::now();
   float alpha = 2;
   void* args[] = {&n, &alpha, &x, &y};
-  CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3((n + 255) / 256), dim3(256), args, 0, stream));
+  CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3((n + 255) / 256), dim3(256), args, 0, stream));
   auto t5 = Clock::now();
-  CHECK(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
   auto t6 = Clock::now();
   s.read = us(t0, t1);
   s.load = us(t1, t2);
@@ -85,15 +79,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int n = 1024;
-  CHECK(cudaFree(nullptr));  // the context, as the package's child makes it before timing
+  CHECK_CUDA(cudaFree(nullptr));  // the context, as the package's child makes it before timing
   float *x, *y;
-  CHECK(cudaMalloc(&x, n * sizeof(float)));
-  CHECK(cudaMalloc(&y, n * sizeof(float)));
-  CHECK(cudaMemset(x, 0, n * sizeof(float)));
-  CHECK(cudaMemset(y, 0, n * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&x, n * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&y, n * sizeof(float)));
+  CHECK_CUDA(cudaMemset(x, 0, n * sizeof(float)));
+  CHECK_CUDA(cudaMemset(y, 0, n * sizeof(float)));
   cudaStream_t stream;
-  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CHECK(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaDeviceSynchronize());
   const Steps first = hit(argv[1], n, x, y, stream);
   const Steps second = hit(argv[2], n, x, y, stream);
   auto total = [](const Steps& s) { return s.read + s.load + s.lookup + s.attributes + s.launch + s.sync; };

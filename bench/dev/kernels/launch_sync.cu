@@ -5,20 +5,14 @@
 //   nvcc -O2 -arch=sm_90 -o /tmp/launch_sync bench/dev/kernels/launch_sync.cu && /tmp/launch_sync
 #include <cuda_runtime.h>
 
+#include "../cuda_check.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -28,34 +22,34 @@ __global__ void saxpy(int n, float a, const float* __restrict__ x, float* __rest
 int main() {
   const int n = 1024, reps = 2000, rounds = 6;
   float *x, *y;
-  CHECK(cudaSetDevice(0));
-  CHECK(cudaMalloc(&x, n * sizeof(float)));
-  CHECK(cudaMalloc(&y, n * sizeof(float)));
-  CHECK(cudaMemset(x, 0, n * sizeof(float)));
-  CHECK(cudaMemset(y, 0, n * sizeof(float)));
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaMalloc(&x, n * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&y, n * sizeof(float)));
+  CHECK_CUDA(cudaMemset(x, 0, n * sizeof(float)));
+  CHECK_CUDA(cudaMemset(y, 0, n * sizeof(float)));
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t ev;
-  CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   const char* names[] = {"launch + cudaStreamSynchronize(stream)", "launch + cudaDeviceSynchronize()",
                          "launch + cudaEventRecord + cudaEventSynchronize",
                          "cudaSetDevice + launch + cudaSetDevice + cudaDeviceSynchronize (the package's calls)"};
   const int modes = 4;
   std::vector<std::vector<double>> us(modes);
   auto once = [&](int mode) {
-    if (mode == 3) CHECK(cudaSetDevice(0));
+    if (mode == 3) CHECK_CUDA(cudaSetDevice(0));
     saxpy<<<(n + 255) / 256, 256, 0, s>>>(n, 2.0f, x, y);
-    CHECK(cudaGetLastError());
+    CHECK_CUDA(cudaGetLastError());
     switch (mode) {
-      case 0: CHECK(cudaStreamSynchronize(s)); break;
-      case 1: CHECK(cudaDeviceSynchronize()); break;
+      case 0: CHECK_CUDA(cudaStreamSynchronize(s)); break;
+      case 1: CHECK_CUDA(cudaDeviceSynchronize()); break;
       case 2:
-        CHECK(cudaEventRecord(ev, s));
-        CHECK(cudaEventSynchronize(ev));
+        CHECK_CUDA(cudaEventRecord(ev, s));
+        CHECK_CUDA(cudaEventSynchronize(ev));
         break;
       default:
-        CHECK(cudaSetDevice(0));
-        CHECK(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaSetDevice(0));
+        CHECK_CUDA(cudaDeviceSynchronize());
     }
   };
   for (int m = 0; m < modes; ++m)
@@ -75,7 +69,7 @@ int main() {
     std::printf("%-84s median %.2f us, p10 %.2f, p90 %.2f (%zu calls)\n", names[m], v[v.size() / 2],
                 v[v.size() / 10], v[v.size() * 9 / 10], v.size());
   }
-  CHECK(cudaFree(x));
-  CHECK(cudaFree(y));
+  CHECK_CUDA(cudaFree(x));
+  CHECK_CUDA(cudaFree(y));
   return 0;
 }
