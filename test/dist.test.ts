@@ -641,19 +641,14 @@ describe('the bootstrap store at MASTER_ADDR:MASTER_PORT: two jobs never join', 
   }, 60_000);
 });
 
+/** A communicator around a stand-in handle (rank 0 of 2, device 0, timeoutMs 1000): for what never reaches NCCL. */
+const standInCommunicator = () =>
+  new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)({}, 0, 2, 0, 1000, undefined, 'options');
+
 describe('one sequence of operations at a time on a communicator (the reservation, without NCCL)', () => {
   // The reservation is plain TypeScript: a communicator around a stand-in handle is enough (nothing
   // here reaches the native side).
-  const make = () =>
-    new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)(
-      {},
-      0,
-      2,
-      0,
-      1000,
-      undefined,
-      'options',
-    );
+  const make = standInCommunicator;
   const busy = (f: () => unknown) => {
     try {
       f();
@@ -720,16 +715,7 @@ describe("abort() and destroy() with barrier()'s array (native calls stubbed, no
   // (docs/multi-gpu.md), and those may be another communicator's on the same device. So barrier()'s
   // array goes only once this communicator's thread has finished (none of its calls is deferred any
   // more), freed without waiting for the others' (`unheld`: none of them uses it).
-  const make = () =>
-    new (ck.Communicator as unknown as new (...a: unknown[]) => ck.Communicator)(
-      {},
-      0,
-      2,
-      0,
-      1000,
-      undefined,
-      'options',
-    );
+  const make = standInCommunicator;
   let order: string[];
   let closed: () => void;
   beforeEach(() => {
@@ -744,11 +730,12 @@ describe("abort() and destroy() with barrier()'s array (native calls stubbed, no
     });
   });
   afterEach(() => jest.restoreAllMocks());
+  const closes: [string, (c: ck.Communicator) => void][] = [
+    ['abort', (c) => c.abort()],
+    ['destroy', (c) => c.destroy()],
+  ];
 
-  test.each([
-    ['abort', (c: ck.Communicator) => c.abort()],
-    ['destroy', (c: ck.Communicator) => c.destroy()],
-  ])(
+  test.each(closes)(
     "%s(): the close in the call, the free once the communicator's thread has finished, not waiting for other holders",
     async (what, close) => {
       const comm = make();
@@ -765,35 +752,32 @@ describe("abort() and destroy() with barrier()'s array (native calls stubbed, no
     },
   );
 
-  test.each([
-    ['abort', (c: ck.Communicator) => c.abort()],
-    ['destroy', (c: ck.Communicator) => c.destroy()],
-  ])("%s() never throws, nor rejects unhandled, when freeing barrier()'s array fails", async (_what, close) => {
-    jest.spyOn(native, 'free').mockImplementation(() => {
-      throw new ck.CudaError('an illegal memory access was encountered', 'cudaErrorIllegalAddress', 'cudaFreeAsync');
-    });
-    const unhandled: unknown[] = [];
-    const onUnhandled = (e: unknown) => unhandled.push(e);
-    process.on('unhandledRejection', onUnhandled);
-    try {
-      const comm = make();
-      void comm.barrier().catch(() => {});
-      expect(() => close(comm)).not.toThrow();
-      expect(comm.destroyed).toBe(true);
-      closed();
-      await new Promise((r) => setImmediate(r));
-      await new Promise((r) => setImmediate(r));
-      expect(native.free).toHaveBeenCalledTimes(1);
-      expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
-  });
+  test.each(closes)(
+    "%s() never throws, nor rejects unhandled, when freeing barrier()'s array fails",
+    async (_what, close) => {
+      jest.spyOn(native, 'free').mockImplementation(() => {
+        throw new ck.CudaError('an illegal memory access was encountered', 'cudaErrorIllegalAddress', 'cudaFreeAsync');
+      });
+      const unhandled: unknown[] = [];
+      const onUnhandled = (e: unknown) => unhandled.push(e);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const comm = make();
+        void comm.barrier().catch(() => {});
+        expect(() => close(comm)).not.toThrow();
+        expect(comm.destroyed).toBe(true);
+        closed();
+        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setImmediate(r));
+        expect(native.free).toHaveBeenCalledTimes(1);
+        expect(unhandled).toEqual([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    },
+  );
 
-  test.each([
-    ['abort', (c: ck.Communicator) => c.abort()],
-    ['destroy', (c: ck.Communicator) => c.destroy()],
-  ])(
+  test.each(closes)(
     'barrier() after %s() rejects without making an array that only the garbage collector would free',
     async (_what, close) => {
       const comm = make();
