@@ -149,23 +149,6 @@ export interface NativeCompileResult {
   lowered: string[];
 }
 
-export interface NativeKernelInfo {
-  kernel: KernelHandle;
-  /** Where each parameter goes in the packed buffer. */
-  offsets: number[];
-  bytes: number;
-  /** Whether the runtime reported the compiled parameters (and so checked the layout). */
-  paramsChecked: boolean;
-  maxThreadsPerBlock: number;
-  sharedSizeBytes: number;
-  maxDynamicSharedSizeBytes: number;
-  constSizeBytes: number;
-  localSizeBytes: number;
-  numRegs: number;
-  ptxVersion: number;
-  binaryVersion: number;
-}
-
 export interface NativeKernelDeviceInfo {
   major: number;
   minor: number;
@@ -593,11 +576,18 @@ export interface NativeBinding {
   ): Promise<NativeCompileResult>;
   /** Loads a cubin (or NUL-terminated PTX) with cudaLibraryLoadData. */
   kernelsLoad(device: number, code: Uint8Array, ptx: boolean): LibraryHandle;
-  /** The bytes of the file at `path`, or null when it cannot be read whole (the kernel cache's entries). */
-  kernelsReadFile(path: string): Buffer | null;
+  /**
+   * The bytes of the file at `path`, or null when it cannot be read whole (the kernel cache's entries);
+   * with `touchAfterMs`, a file last modified longer ago than that is given the current time (best effort).
+   */
+  kernelsReadFile(path: string, touchAfterMs?: number): Buffer | null;
   /**
    * The kernel `name` of `library` on `device`; `layout` holds [size, kind] per parameter (kind 0
    * scalar, 1 pointer read, 2 pointer written). Refuses a layout the compiled kernel contradicts.
+   * Writes into `out` (10 + one per parameter long): [bytes (the packed parameters' size),
+   * paramsChecked (1 when the runtime reported the compiled parameters and so checked the layout),
+   * maxThreadsPerBlock, sharedSizeBytes, maxDynamicSharedSizeBytes, constSizeBytes, localSizeBytes,
+   * numRegs, ptxVersion, binaryVersion, then each parameter's offset in the packed buffer].
    */
   kernelsGetKernel(
     library: LibraryHandle,
@@ -606,7 +596,8 @@ export interface NativeBinding {
     displayName: string,
     layout: Int32Array,
     paramNames: string[],
-  ): NativeKernelInfo;
+    out: Float64Array,
+  ): KernelHandle;
   /**
    * Queues the kernel on its device's library stream: config [gx, gy, gz, bx, by, bz, sharedMem], the
    * scalars packed in `params` at the kernel's offsets, one array (or null) per pointer parameter.

@@ -55,7 +55,7 @@ function makeCache(
     maxBytes: number;
     packageVersion: string;
     dir: string;
-    readFile: (file: string) => Uint8Array | null;
+    readFile: (file: string, touchAfterMs: number) => Uint8Array | null;
   }> = {},
 ) {
   const compiler = fakeCompiler(o);
@@ -346,9 +346,9 @@ describe('entries', () => {
   });
 
   // The package reads entries with the addon's kernelsReadFile; the default is fs.readFileSync.
-  const readers: [string, ((file: string) => Uint8Array | null) | undefined][] = [
+  const readers: [string, ((file: string, touchAfterMs: number) => Uint8Array | null) | undefined][] = [
     ['fs.readFileSync', undefined],
-    ['the native reader', (file) => native.kernelsReadFile(file)],
+    ['the native reader', (file, touchAfterMs) => native.kernelsReadFile(file, touchAfterMs)],
   ];
   describe.each(readers)('read with %s', (_reader, readFile) => {
     test.each([
@@ -411,6 +411,28 @@ describe('entries', () => {
     const fifo = path.join(dir, 'fifo.bin');
     if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadFile(fifo)).toBeNull();
     expect(() => native.kernelsReadFile(42 as never)).toThrow(/path must be a string/);
+  });
+
+  test('kernelsReadFile with touchAfterMs gives a file older than that the current time, and leaves a newer one', () => {
+    const f = path.join(dir, 'aged.bin');
+    fs.writeFileSync(f, 'entry');
+    const setAge = (ms: number) => {
+      const t = new Date(Date.now() - ms);
+      fs.utimesSync(f, t, t);
+      return fs.statSync(f).mtimeMs;
+    };
+    // 30 s old, bound 60 s: left alone. Without touchAfterMs: never touched.
+    let before = setAge(30_000);
+    expect(native.kernelsReadFile(f, 60_000)!.toString()).toBe('entry');
+    expect(fs.statSync(f).mtimeMs).toBe(before);
+    before = setAge(2 * 3600_000);
+    native.kernelsReadFile(f);
+    expect(fs.statSync(f).mtimeMs).toBe(before);
+    // Two hours old: refreshed by the read.
+    expect(native.kernelsReadFile(f, 60_000)!.toString()).toBe('entry');
+    expect(Date.now() - fs.statSync(f).mtimeMs).toBeLessThan(60_000);
+    for (const bad of [-1, NaN, '60000'])
+      expect(() => native.kernelsReadFile(f, bad as never)).toThrow(/touchAfterMs must be a number/);
   });
 
   test('several processes compiling one key at once all succeed, leaving one good entry and no temporary file', async () => {

@@ -235,19 +235,11 @@ describeNeeding(
           sharedMemPerBlockOptin: 232448,
         }),
         jest.spyOn(native, 'kernelsLoad').mockReturnValue({} as never),
-        jest.spyOn(native, 'kernelsGetKernel').mockReturnValue({
-          kernel,
-          offsets: [0, 4, 8, 16],
-          bytes: 24,
-          paramsChecked: true,
-          maxThreadsPerBlock: 1024,
-          sharedSizeBytes: 0,
-          maxDynamicSharedSizeBytes: 0,
-          constSizeBytes: 0,
-          localSizeBytes: 0,
-          numRegs: 8,
-          ptxVersion: 90,
-          binaryVersion: 90,
+        // [bytes, paramsChecked, maxThreadsPerBlock, sharedSizeBytes, maxDynamicSharedSizeBytes,
+        //  constSizeBytes, localSizeBytes, numRegs, ptxVersion, binaryVersion, offsets…]
+        jest.spyOn(native, 'kernelsGetKernel').mockImplementation((...args) => {
+          args[6].set([24, 1, 1024, 0, 0, 0, 0, 8, 90, 90, 0, 4, 8, 16]);
+          return kernel;
         }),
         jest.spyOn(native, 'kernelsLaunch').mockReturnValue(undefined),
       ];

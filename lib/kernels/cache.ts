@@ -7,7 +7,8 @@
 //   none; each carries a SHA-256 of itself, and one that fails it (truncated, corrupted) is removed and
 //   compiled again, never loaded. Two processes compiling one key both succeed: the last rename wins,
 //   and both entries are good.
-// - The folder is bounded in size: after a write, the least recently used entries go first.
+// - The folder is bounded in size: after a write, the least recently used entries go first (a hit
+//   gives its entry's file the current time, when that is more than a minute old).
 //
 // The compiler is injected, so all of this is tested without NVRTC (test/kernels-cache.test.ts).
 import { randomBytes } from 'node:crypto';
@@ -108,6 +109,17 @@ export interface KernelCacheInfo {
   stats: KernelCacheStats;
 }
 
+/** What a compilation passes to the compiler: the request with the toolkit's include folders added. */
+function jobOf(request: CompileRequest, loc: CompilerLocation): CompileJob {
+  return {
+    ...request,
+    options: [...request.options, ...loc.includeDirs.map((d) => `-I${d}`)],
+    searchDirs: [...request.includePaths, ...loc.includeDirs],
+  };
+}
+
+const NO_HEADERS: ReadonlyMap<string, string> = new Map();
+
 /** Bumped when the entry format or the key's material changes, so old entries are never read. */
 const FORMAT = 1;
 const MAGIC = Buffer.from('CKKERNL1', 'latin1');
@@ -167,6 +179,8 @@ export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null 
   const metaLength = buf.readUInt32LE(MAGIC.length);
   const codeLength = buf.readUInt32LE(MAGIC.length + 4);
   if (HEAD + metaLength + codeLength + SUM !== n) return null;
+  // Hex strings compared: cheaper, in code run once or twice (interpreted), than a digest as a Buffer
+  // (crypto.hash's 'buffer' output takes its slow encoding path) and Buffer.compare.
   if (sha256(buf.subarray(0, n - SUM)) !== buf.toString('hex', n - SUM, n)) return null;
   let meta: Record<string, unknown>;
   try {
@@ -208,18 +222,31 @@ export interface KernelCacheOptions {
   /** Part of every key: a new version of the package never reads an older one's entries. */
   packageVersion: string;
   /**
-   * Reads an entry's file whole, or returns null (missing, unreadable). Default: fs.readFileSync. The
-   * package passes its native reader, which a disk hit's time budget favours (lib/kernels/module.ts).
+   * Reads an entry's file whole, or returns null (missing, unreadable), and gives the file the current
+   * time when it was last modified more than `touchAfterMs` ago (best effort): the size bound evicts
+   * the least recently used entries first. Default: fs.readFileSync and fs.utimesSync. The package
+   * passes its native reader, which does both in one call (a disk hit's time budget favours it:
+   * lib/kernels/module.ts).
    */
-  readFile?: (file: string) => Uint8Array | null;
+  readFile?: (file: string, touchAfterMs: number) => Uint8Array | null;
 }
 
-function readWhole(file: string): Uint8Array | null {
+function readWhole(file: string, touchAfterMs: number): Uint8Array | null {
+  let data: Buffer;
   try {
-    return fs.readFileSync(file);
+    data = fs.readFileSync(file);
   } catch {
     return null;
   }
+  try {
+    if (Date.now() - fs.statSync(file).mtimeMs > touchAfterMs) {
+      const now = new Date();
+      fs.utimesSync(file, now, now);
+    }
+  } catch {
+    // A read-only folder, or the entry was removed meanwhile: only the eviction order suffers.
+  }
+  return data;
 }
 
 /** How one lookup should behave. */
@@ -242,13 +269,14 @@ export class KernelCache {
   };
   readonly #compiler: Compiler;
   readonly #version: string;
-  readonly #readFile: (file: string) => Uint8Array | null;
+  readonly #readFile: (file: string, touchAfterMs: number) => Uint8Array | null;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
-  /** When this process last hit each entry (file → ms): the size bound's order before the async touch lands. */
+  /**
+   * When this process last hit each entry (file → ms): the size bound's order for an entry whose file
+   * time was left alone (touched less than TOUCH_AFTER_MS ago) or is still being refreshed (getAsync).
+   */
   readonly #touched = new Map<string, number>();
-  /** Entries hit since the last deferred touch (see #accept). */
-  readonly #toTouch = new Set<string>();
   /**
    * What path.join(dir, name) puts before a plain file name, so an entry's path is a concatenation
    * (path.join on every hit showed in profiles) and still the path #entries, clear and write use.
@@ -273,30 +301,35 @@ export class KernelCache {
 
   /** The job and its key (null: not cacheable, its includes cannot be known) for `request` under `loc`. */
   plan(request: CompileRequest, loc: CompilerLocation & { identity: string }): { job: CompileJob; key: string | null } {
-    const job: CompileJob = {
-      ...request,
-      options: [...request.options, ...loc.includeDirs.map((d) => `-I${d}`)],
-      searchDirs: [...request.includePaths, ...loc.includeDirs],
-    };
+    return { job: jobOf(request, loc), key: this.keyOf(request, loc) };
+  }
+
+  /**
+   * The key of `request` under `loc`, or null when it is not cacheable (an #include through a macro).
+   * What {@link plan} gives, without the job a hit does not need.
+   */
+  keyOf(request: CompileRequest, loc: CompilerLocation & { identity: string }): string | null {
+    const dirs = loc.includeDirs;
     const includes: IncludeSet = resolveIncludes(request.source, {
-      headers: new Map(request.headers.map(([n, s]) => [n, s])),
-      searchDirs: job.searchDirs,
+      headers: request.headers.length === 0 ? NO_HEADERS : new Map(request.headers),
+      searchDirs: dirs.length === 0 ? request.includePaths : [...request.includePaths, ...dirs],
     });
-    if (includes.computed) return { job, key: null };
+    if (includes.computed) return null;
     const material = JSON.stringify([
       FORMAT,
       this.#version,
       loc.identity,
       request.deviceArch,
       request.name,
-      job.options,
-      [...request.nameExpressions],
+      // The job's options: the request's, then the toolkit's folders (jobOf).
+      dirs.length === 0 ? request.options : [...request.options, ...dirs.map((d) => `-I${d}`)],
+      request.nameExpressions,
       request.headers.map(([n, s]) => [n, sha256(s)]),
       includes.entries,
       includes.missing,
       sha256(request.source),
     ]);
-    return { job, key: sha256(material) };
+    return sha256(material);
   }
 
   /** The path of an entry (path.join(dir, key + '.ckbin'); keys are hex digests). */
@@ -314,7 +347,7 @@ export class KernelCache {
   ): { code: CompiledCode; from: CacheSource; key: string | null } {
     const disk = options.disk ?? true;
     let loc = this.#location();
-    let { job, key } = this.plan(request, loc);
+    let key = this.keyOf(request, loc);
     const found = key === null ? null : this.#lookup(key, disk);
     if (found) return { code: found.code, from: found.from, key };
     // A miss: the compiler is needed now. If loading it reveals another build than the one located,
@@ -322,12 +355,12 @@ export class KernelCache {
     const loaded = this.#compiler.load();
     if (loaded.identity !== loc.identity) {
       loc = loaded;
-      ({ job, key } = this.plan(request, loc));
+      key = this.keyOf(request, loc);
       const again = key === null ? null : this.#lookup(key, disk);
       if (again) return { code: again.code, from: again.from, key };
     }
     this.stats.compiles++;
-    const code = this.#compiler.compile(job);
+    const code = this.#compiler.compile(jobOf(request, loc));
     if (request.describe) code.info = request.describe();
     if (key !== null) this.#store(key, code, disk);
     return { code, from: 'compiled', key };
@@ -340,7 +373,7 @@ export class KernelCache {
   ): Promise<{ code: CompiledCode; from: CacheSource; key: string | null }> {
     const disk = options.disk ?? true;
     let loc = this.#location();
-    let { job, key } = this.plan(request, loc);
+    let key = this.keyOf(request, loc);
     const lookup = async (k: string | null) => {
       if (k === null) return null;
       const memo = this.#memo.get(k);
@@ -359,7 +392,7 @@ export class KernelCache {
     const loaded = this.#compiler.load();
     if (loaded.identity !== loc.identity) {
       loc = loaded;
-      ({ job, key } = this.plan(request, loc));
+      key = this.keyOf(request, loc);
       const again = await lookup(key);
       if (again) return { ...again, key };
     }
@@ -370,7 +403,7 @@ export class KernelCache {
       if (pending) return { code: await pending, from: 'memory', key };
     }
     this.stats.compiles++;
-    const promise = this.#compiler.compileAsync(job).then((code) => {
+    const promise = this.#compiler.compileAsync(jobOf(request, loc)).then((code) => {
       if (request.describe) code.info = request.describe();
       return code;
     });
@@ -393,7 +426,7 @@ export class KernelCache {
     }
     if (!disk) return null;
     const file = this.entryPath(key);
-    const data = this.#readFile(file);
+    const data = this.#readFile(file, TOUCH_AFTER_MS);
     if (data === null) return null;
     const code = this.#accept(key, data, file);
     return code ? { code, from: 'disk' } : null;
@@ -407,6 +440,13 @@ export class KernelCache {
     } catch {
       return null;
     }
+    // Not awaited: only the eviction order depends on it (and #touched keeps this process's order
+    // meanwhile). Not unref'd either: a touch that never lands leaves the bound evicting by write time.
+    fs.stat(file, (err, st) => {
+      if (err || Date.now() - st.mtimeMs <= TOUCH_AFTER_MS) return;
+      const now = new Date();
+      fs.utimes(file, now, now, () => undefined);
+    });
     return this.#accept(key, data, file);
   }
 
@@ -425,24 +465,7 @@ export class KernelCache {
     this.stats.diskHits++;
     this.#memo.set(key, code);
     this.#touched.set(file, Date.now());
-    // The entry's time, refreshed after the call returns and off the JS thread: only the eviction order
-    // depends on it (and #touched keeps this process's order meanwhile), and a hit should cost a read
-    // and a hash, not the setup of two file-system requests. Best effort, but not unref'd: the typical
-    // hit is a short script's, and a touch that never lands leaves the size bound evicting by write time.
-    if (this.#toTouch.size === 0) setImmediate(() => this.#touchHit());
-    this.#toTouch.add(file);
     return code;
-  }
-
-  #touchHit(): void {
-    for (const file of this.#toTouch) {
-      fs.stat(file, (err, st) => {
-        if (err || Date.now() - st.mtimeMs <= TOUCH_AFTER_MS) return;
-        const now = new Date();
-        fs.utimes(file, now, now, () => undefined);
-      });
-    }
-    this.#toTouch.clear();
   }
 
   #store(key: string, code: CompiledCode, disk: boolean): void {

@@ -34,21 +34,31 @@ export interface LaunchLimits {
   maxDynamicSharedMem: number;
 }
 
-function dims(what: string, value: unknown): [number, number, number] {
-  const list = typeof value === 'number' ? [value] : value;
-  if (!Array.isArray(list) || list.length < 1 || list.length > 3)
+/** Checks one dimension `v` (the i-th of `what`, or `what` itself when i < 0). */
+function dim(what: string, i: number, v: unknown): number {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 1) return v;
+  const name = i < 0 ? what : `${what}[${i}]`;
+  if (typeof v !== 'number') throw typeError(name, 'a number', v);
+  throw rangeError(name, 'an integer ≥ 1', v);
+}
+
+/** A grid or block (a number, or an array of 1 to 3) checked and written into `out` at `at`, 1 for absent axes. */
+function dims(what: string, value: unknown, out: number[], at: number): void {
+  if (typeof value === 'number') {
+    out[at] = dim(what, -1, value);
+    out[at + 1] = 1;
+    out[at + 2] = 1;
+    return;
+  }
+  if (!Array.isArray(value) || value.length < 1 || value.length > 3)
     throw typeError(what, 'a number or an array of 1 to 3 numbers', value);
-  const out: [number, number, number] = [1, 1, 1];
-  list.forEach((v: unknown, i: number) => {
-    const name = Array.isArray(value) ? `${what}[${i}]` : what;
-    if (typeof v !== 'number') throw typeError(name, 'a number', v);
-    if (!Number.isInteger(v) || v < 1) throw rangeError(name, 'an integer ≥ 1', v);
-    out[i] = v;
-  });
-  return out;
+  for (let i = 0; i < 3; i++) out[at + i] = i < value.length ? dim(what, i, value[i]) : 1;
 }
 
 const AXES = ['x', 'y', 'z'];
+
+/** [gx, gy, gz, bx, by, bz] of the launch being checked: numbers, so that nothing wraps before the checks. */
+const shape = [1, 1, 1, 1, 1, 1];
 
 /**
  * Checks a launch shape against `limits` and writes it into `out` ([gx, gy, gz, bx, by, bz, sharedMem]).
@@ -58,19 +68,19 @@ const AXES = ['x', 'y', 'z'];
  */
 export function checkLaunchConfig(config: LaunchConfig, limits: LaunchLimits, out: Uint32Array): void {
   if (typeof config !== 'object' || config === null) throw typeError('config', 'an object { grid, block }', config);
-  const grid = dims('config.grid', config.grid);
-  const block = dims('config.block', config.block);
+  dims('config.grid', config.grid, shape, 0);
+  dims('config.block', config.block, shape, 3);
   for (let i = 0; i < 3; i++) {
-    if (grid[i] > limits.maxGridDim[i])
+    if (shape[i] > limits.maxGridDim[i])
       throw new RangeError(
-        `config.grid: ${grid[i]} blocks along ${AXES[i]} is more than ${limits.maxGridDim[i]}, the most device ${limits.device} allows (maxGridDim[${i}])`,
+        `config.grid: ${shape[i]} blocks along ${AXES[i]} is more than ${limits.maxGridDim[i]}, the most device ${limits.device} allows (maxGridDim[${i}])`,
       );
-    if (block[i] > limits.maxBlockDim[i])
+    if (shape[3 + i] > limits.maxBlockDim[i])
       throw new RangeError(
-        `config.block: ${block[i]} threads along ${AXES[i]} is more than ${limits.maxBlockDim[i]}, the most device ${limits.device} allows (maxBlockDim[${i}])`,
+        `config.block: ${shape[3 + i]} threads along ${AXES[i]} is more than ${limits.maxBlockDim[i]}, the most device ${limits.device} allows (maxBlockDim[${i}])`,
       );
   }
-  const threads = block[0] * block[1] * block[2];
+  const threads = shape[3] * shape[4] * shape[5];
   if (threads > limits.maxThreadsPerBlock)
     throw new RangeError(
       `config.block: ${threads} threads per block is more than ${limits.maxThreadsPerBlock}, the most ` +
@@ -86,12 +96,7 @@ export function checkLaunchConfig(config: LaunchConfig, limits: LaunchLimits, ou
       `config.sharedMem: ${shared} bytes is more than ${limits.maxDynamicSharedMem}, the most dynamic shared memory ` +
         `a block of this kernel can have on device ${limits.device} (sharedMemPerBlockOptin less the kernel's static shared memory)`,
     );
-  out[0] = grid[0];
-  out[1] = grid[1];
-  out[2] = grid[2];
-  out[3] = block[0];
-  out[4] = block[1];
-  out[5] = block[2];
+  for (let i = 0; i < 6; i++) out[i] = shape[i];
   out[6] = shared;
 }
 

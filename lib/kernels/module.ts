@@ -60,8 +60,8 @@ export function kernelCache(): KernelCache {
       dir: defaultCacheDir(),
       maxBytes: defaultCacheMaxBytes(),
       packageVersion: packageVersion(),
-      // A hit's read in one native call instead of readFileSync's JavaScript (see kernelsReadFile).
-      readFile: (file) => native.kernelsReadFile(file),
+      // A hit's read and its entry's time in one native call instead of fs's JavaScript (see kernelsReadFile).
+      readFile: (file, touchAfterMs) => native.kernelsReadFile(file, touchAfterMs),
     });
   return theCache;
 }
@@ -155,6 +155,8 @@ export class Module {
   readonly #params: Readonly<Record<string, ParsedParam[]>>;
   readonly #binaries = new Map<number, Binary>();
   readonly #kernels = new Map<string, Kernel>();
+  /** Whether kernel() may take an extern "C" kernel's kept parameters as they are (no signature or name expression given). */
+  readonly #plain: boolean;
 
   /** @internal Use {@link compile} or {@link compileAsync}. */
   constructor(source: string, options: ResolvedOptions, arch: number, first: Binary) {
@@ -165,6 +167,7 @@ export class Module {
     const stored = storedKernels(first.compiled.info);
     this.#declarations = stored?.kernels ?? findKernels(source);
     this.#params = stored?.params ?? {};
+    this.#plain = options.nameExpressions.length === 0 && Object.keys(options.signatures).length === 0;
     this.#binaries.set(arch, first);
   }
 
@@ -210,6 +213,13 @@ export class Module {
     const memoKey = `${normalizeExpression(name)}\u0000${signature ?? ''}`;
     const known = this.#kernels.get(memoKey);
     if (known) return known;
+    // The usual case, in few steps (a process's second compile() is the disk hit bench kernels times):
+    // an extern "C" kernel whose parameters the cache entry kept, and nothing given that could change them.
+    if (signature === undefined && this.#plain && Object.hasOwn(this.#params, name)) {
+      const k = new Kernel(this, name, null, this.#params[name]);
+      this.#kernels.set(memoKey, k);
+      return k;
+    }
     const signatures =
       signature === undefined ? this.#options.signatures : { ...this.#options.signatures, [name]: signature };
     // An extern "C" kernel whose parameters the cache entry kept, with no signature given for it.
@@ -426,8 +436,12 @@ interface DeviceState {
   config: Uint32Array;
   writers: ArgWriter[];
   limits: LaunchLimits;
-  attributes: KernelAttributes;
+  /** What kernelsGetKernel wrote: the attributes (read by Kernel.attributes), then the offsets. */
+  info: Float64Array;
 }
+
+/** Where kernelsGetKernel's `out` holds the parameters' offsets (binding.d.ts). */
+const INFO_OFFSETS = 10;
 
 /** One kernel of a {@link Module}; launch it with {@link Kernel.launch}. */
 export class Kernel {
@@ -446,8 +460,12 @@ export class Kernel {
     this.#module = module;
     this.name = name;
     this.#expression = expression;
-    this.#types = params.map((p) => p.type);
-    this.#names = params.map((p) => p.name);
+    this.#types = [];
+    this.#names = [];
+    for (const p of params) {
+      this.#types.push(p.type);
+      this.#names.push(p.name);
+    }
   }
 
   /** Its parameters, in order (made when first asked for: a launch does not need them). */
@@ -476,21 +494,20 @@ export class Kernel {
     const binary = this.#module.binaryFor(device);
     const symbol = this.#expression === null ? this.name : binary.compiled.lowered[this.#expression];
     if (!symbol) throw new RangeError(`${this.#module.name}: no lowered name for ${this.name}`);
-    const layout = new Int32Array(this.#types.length * 2);
-    this.#types.forEach((t, i) => {
+    const count = this.#types.length;
+    const layout = new Int32Array(count * 2);
+    for (let i = 0; i < count; i++) {
+      const t = this.#types[i];
       layout[2 * i] = t.size;
       layout[2 * i + 1] = t.kind === 'scalar' ? 0 : t.readOnly ? 1 : 2;
-    });
-    let info;
+    }
+    const where = `${this.#module.name}: ${this.name}`;
+    // [bytes, paramsChecked, maxThreadsPerBlock, sharedSizeBytes, maxDynamicSharedSizeBytes,
+    //  constSizeBytes, localSizeBytes, numRegs, ptxVersion, binaryVersion, offsets…] (binding.d.ts).
+    const info = new Float64Array(INFO_OFFSETS + count);
+    let handle: KernelHandle;
     try {
-      info = native.kernelsGetKernel(
-        binary.library!,
-        device,
-        symbol,
-        `${this.#module.name}: ${this.name}`,
-        layout,
-        this.#names,
-      );
+      handle = native.kernelsGetKernel(binary.library!, device, symbol, where, layout, this.#names, info);
     } catch (e) {
       if (e instanceof CudaError && e.code === 'cudaErrorSymbolNotFound')
         throw new RangeError(
@@ -501,32 +518,27 @@ export class Kernel {
       throw e;
     }
     const p = props(device);
-    const bytes = new Uint8Array(info.bytes);
-    const where = `${this.#module.name}: ${this.name}`;
+    const bytes = new Uint8Array(info[0]);
+    const maxThreadsPerBlock = info[2];
+    const sharedSizeBytes = info[3];
+    const writers: ArgWriter[] = [];
+    for (let i = 0; i < count; i++)
+      writers.push(argWriter(where, this.#names[i], this.#types[i], info[INFO_OFFSETS + i], device));
     s = {
-      handle: info.kernel,
+      handle,
       bytes,
       view: new DataView(bytes.buffer),
       config: new Uint32Array(7),
-      writers: this.#types.map((t, i) => argWriter(where, this.#names[i], t, info.offsets[i], device)),
+      writers,
       limits: {
         device,
         maxGridDim: p.maxGridDim,
         maxBlockDim: p.maxBlockDim,
-        maxThreadsPerBlock: Math.min(p.maxThreadsPerBlock, info.maxThreadsPerBlock),
-        kernelLimitsThreads: info.maxThreadsPerBlock < p.maxThreadsPerBlock,
-        maxDynamicSharedMem: Math.max(0, p.sharedMemPerBlockOptin - info.sharedSizeBytes),
+        maxThreadsPerBlock: Math.min(p.maxThreadsPerBlock, maxThreadsPerBlock),
+        kernelLimitsThreads: maxThreadsPerBlock < p.maxThreadsPerBlock,
+        maxDynamicSharedMem: Math.max(0, p.sharedMemPerBlockOptin - sharedSizeBytes),
       },
-      attributes: {
-        maxThreadsPerBlock: info.maxThreadsPerBlock,
-        numRegs: info.numRegs,
-        sharedSizeBytes: info.sharedSizeBytes,
-        maxDynamicSharedSizeBytes: info.maxDynamicSharedSizeBytes,
-        localSizeBytes: info.localSizeBytes,
-        constSizeBytes: info.constSizeBytes,
-        ptxVersion: info.ptxVersion,
-        binaryVersion: info.binaryVersion,
-      },
+      info,
     };
     this.#devices.set(device, s);
     return s;
@@ -534,7 +546,17 @@ export class Kernel {
 
   /** Registers, shared memory, thread limit and architecture of the compiled kernel on `device` (default: the module's). */
   attributes(device: number = this.#module.defaultDevice): KernelAttributes {
-    return { ...this.#state(device).attributes };
+    const info = this.#state(device).info;
+    return {
+      maxThreadsPerBlock: info[2],
+      numRegs: info[7],
+      sharedSizeBytes: info[3],
+      maxDynamicSharedSizeBytes: info[4],
+      localSizeBytes: info[6],
+      constSizeBytes: info[5],
+      ptxVersion: info[8],
+      binaryVersion: info[9],
+    };
   }
 
   /**

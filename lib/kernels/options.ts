@@ -102,8 +102,11 @@ export function resolveCompileOptions(options: unknown): ResolvedOptions {
     headers.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   }
 
-  const includePaths = (o.includePaths === undefined ? [] : stringList('options.includePaths', o.includePaths)).map(
-    (p, i) => {
+  // Absent options cost no allocation or closure: a process's second compile() is the disk hit that
+  // bench kernels times, and this code then runs interpreted.
+  const includePaths: string[] = [];
+  if (o.includePaths !== undefined) {
+    stringList('options.includePaths', o.includePaths).forEach((p, i) => {
       const abs = path.resolve(p);
       let isDir: boolean;
       try {
@@ -112,9 +115,9 @@ export function resolveCompileOptions(options: unknown): ResolvedOptions {
         isDir = false;
       }
       if (!isDir) throw rangeError(`options.includePaths[${i}]`, 'an existing folder', p);
-      return abs;
-    },
-  );
+      includePaths.push(abs);
+    });
+  }
 
   const defines: [string, string | null][] = [];
   if (o.defines !== undefined) {
@@ -140,24 +143,26 @@ export function resolveCompileOptions(options: unknown): ResolvedOptions {
     throw rangeError('options.std', `one of ${cxxStandards.join(', ')}`, std);
 
   const flags = o.flags === undefined ? [] : stringList('options.flags', o.flags);
-  flags.forEach((f, i) => {
+  for (let i = 0; i < flags.length; i++) {
+    const f = flags[i];
     if (!f.startsWith('-') || /\s/.test(f))
       throw rangeError(`options.flags[${i}]`, 'one NVRTC option (e.g. -lineinfo)', f);
     for (const [re, why] of RESERVED_FLAGS) if (re.test(f)) throw new RangeError(`options.flags[${i}] (${f}): ${why}`);
-  });
+  }
 
   const signatures: Record<string, string> = {};
+  const expressions = o.nameExpressions === undefined ? [] : stringList('options.nameExpressions', o.nameExpressions);
   if (o.signatures !== undefined) {
     for (const [k, v] of Object.entries(plainObject('options.signatures', o.signatures))) {
       if (typeof v !== 'string') throw typeError(`options.signatures['${k}']`, 'a parameter list string', v);
       signatures[k] = v;
     }
+    // Signatures of C++ names (templates, namespaces) are name expressions too; extern "C" names are not.
+    for (const k of Object.keys(signatures)) if (/[<:]/.test(k) && !expressions.includes(k)) expressions.push(k);
   }
-  const expressions = o.nameExpressions === undefined ? [] : stringList('options.nameExpressions', o.nameExpressions);
-  // Signatures of C++ names (templates, namespaces) are name expressions too; extern "C" names are not.
-  for (const k of Object.keys(signatures)) if (/[<:]/.test(k) && !expressions.includes(k)) expressions.push(k);
-  for (const [i, e] of expressions.entries())
-    if (e.trim().length === 0) throw rangeError(`options.nameExpressions[${i}]`, 'a C++ name', e);
+  for (let i = 0; i < expressions.length; i++)
+    if (expressions[i].trim().length === 0)
+      throw rangeError(`options.nameExpressions[${i}]`, 'a C++ name', expressions[i]);
 
   const device = checkInteger('options.device', o.device ?? 0, 0, 1 << 20);
   const cache = o.cache ?? true;
@@ -170,7 +175,7 @@ export function resolveCompileOptions(options: unknown): ResolvedOptions {
     defines,
     std: std as CxxStandard,
     flags,
-    nameExpressions: [...new Set(expressions)],
+    nameExpressions: expressions.length < 2 ? expressions : [...new Set(expressions)],
     signatures,
     device,
     cache,
@@ -182,11 +187,10 @@ export function resolveCompileOptions(options: unknown): ResolvedOptions {
  * the macros, the include paths (the user's, then the toolkit's), then the flags, as given.
  */
 export function nvrtcOptions(o: ResolvedOptions, toolkitIncludeDirs: readonly string[]): string[] {
-  return [
-    `--std=${o.std}`,
-    ...o.defines.map(([k, v]) => (v === null ? `-D${k}=` : `-D${k}=${v}`)),
-    ...o.includePaths.map((p) => `-I${p}`),
-    ...toolkitIncludeDirs.map((p) => `-I${p}`),
-    ...o.flags,
-  ];
+  const out = [`--std=${o.std}`];
+  for (const [k, v] of o.defines) out.push(v === null ? `-D${k}=` : `-D${k}=${v}`);
+  for (const p of o.includePaths) out.push(`-I${p}`);
+  for (const p of toolkitIncludeDirs) out.push(`-I${p}`);
+  for (const f of o.flags) out.push(f);
+  return out;
 }

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -244,13 +246,22 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   });
 }
 
-// kernelsReadFile(path) -> Buffer of the file's bytes, or null when it cannot be read whole (missing, not
-// a regular file, an I/O error, shorter than its size said). The kernel cache reads its entries through
-// this: Node's readFileSync runs about ten JavaScript functions, interpreted on a process's first hits,
-// ~100 µs of the 0.5 ms a disk hit may take. The caller checks the bytes (the entry's own checksum).
+// kernelsReadFile(path, touchAfterMs?) -> Buffer of the file's bytes, or null when it cannot be read whole
+// (missing, not a regular file, an I/O error, shorter than its size said). The kernel cache reads its
+// entries through this: Node's readFileSync runs about ten JavaScript functions, interpreted on a
+// process's first hits, ~100 µs of the 0.5 ms a disk hit may take. The caller checks the bytes (the
+// entry's own checksum). With touchAfterMs, a file last modified longer ago than that gets the current
+// time (futimens on the open file: one system call, and none for a recent file), so that the cache's
+// size bound, which evicts the oldest first, sees it used; best effort, as a read-only folder refuses it.
 Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
+  double touchAfterMs = -1;
+  if (info.Length() > 1 && !info[1].IsUndefined()) {
+    if (!info[1].IsNumber() || !(info[1].As<Napi::Number>().DoubleValue() >= 0))
+      throw Napi::TypeError::New(env, "touchAfterMs must be a number of milliseconds >= 0");
+    touchAfterMs = info[1].As<Napi::Number>().DoubleValue();
+  }
   const std::string path = info[0].As<Napi::String>().Utf8Value();
   // open() would stop at a NUL and read another file ("dir/a\0b" is "dir/a"); fs refuses such paths too.
   if (path.find('\0') != std::string::npos) return env.Null();
@@ -275,6 +286,14 @@ Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
     got += static_cast<size_t>(r);
   }
   if (got != size) return env.Null();
+  if (touchAfterMs >= 0) {
+    struct timespec now;
+    if (::clock_gettime(CLOCK_REALTIME, &now) == 0) {
+      const double ageMs = static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) * 1e3 +
+                           static_cast<double>(now.tv_nsec - st.st_mtim.tv_nsec) / 1e6;
+      if (ageMs > touchAfterMs) (void)::futimens(fd, nullptr);
+    }
+  }
   return out;
 }
 
@@ -284,10 +303,16 @@ std::string sizesText(const std::vector<size_t>& sizes) {
   return s;
 }
 
-// kernelsGetKernel(library, device, name, displayName, layout: Int32Array [size, kind]…, paramNames)
-//   -> { kernel, bytes, offsets, attributes… }. kind: 0 scalar, 1 pointer read, 2 pointer written.
+// kernelsGetKernel(library, device, name, displayName, layout: Int32Array [size, kind]…, paramNames,
+//                  out: Float64Array) -> kernel handle; `out` receives [bytes, paramsChecked,
+//   maxThreadsPerBlock, sharedSizeBytes, maxDynamicSharedSizeBytes, constSizeBytes, localSizeBytes,
+//   numRegs, ptxVersion, binaryVersion, offset of each parameter…]. kind: 0 scalar, 1 pointer read,
+//   2 pointer written. Numbers in an array the caller made, not an object of thirteen properties: each
+//   property set is an N-API call, ~15 µs of a process's second disk hit (lib/kernels/module.ts).
 // Where the runtime reports the compiled parameters, a layout that disagrees is refused here: a launch
 // with it would hand the kernel garbage.
+constexpr size_t kKernelInfoFixed = 10;
+
 Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   LibraryState& lib = unwrapLibrary(info.Length() > 0 ? info[0] : env.Undefined());
@@ -301,6 +326,12 @@ Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
   const std::vector<std::string> names = stringsArg(info, 5, "paramNames");
   if (layout.ElementLength() != 2 * names.size())
     throw Napi::RangeError::New(env, "layout must hold a size and a kind per parameter");
+  if (info.Length() <= 6 || !info[6].IsTypedArray() ||
+      info[6].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array ||
+      info[6].As<Napi::TypedArray>().ElementLength() != kKernelInfoFixed + names.size())
+    throw Napi::TypeError::New(
+        env, "out must be a Float64Array of " + std::to_string(kKernelInfoFixed + names.size()) + " numbers");
+  Napi::Float64Array out = info[6].As<Napi::Float64Array>();
 
   auto k = std::make_unique<KernelState>();
   k->device = device;
@@ -336,25 +367,24 @@ Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
                      std::to_string(a.paramSizes.size()) + " of " + sizesText(a.paramSizes) + " bytes");
     }
     k->kernel = a.kernel;
-    auto o = Napi::Object::New(env);
-    auto offsets = Napi::Array::New(env, k->params.size());
-    for (uint32_t i = 0; i < k->params.size(); ++i) offsets.Set(i, static_cast<double>(k->params[i].offset));
-    o.Set("offsets", offsets);
-    o.Set("bytes", static_cast<double>(k->bytes));
-    o.Set("paramsChecked", a.paramsKnown);
-    o.Set("maxThreadsPerBlock", a.attributes.maxThreadsPerBlock);
-    o.Set("sharedSizeBytes", static_cast<double>(a.attributes.sharedSizeBytes));
-    o.Set("maxDynamicSharedSizeBytes", a.attributes.maxDynamicSharedSizeBytes);
-    o.Set("constSizeBytes", static_cast<double>(a.attributes.constSizeBytes));
-    o.Set("localSizeBytes", static_cast<double>(a.attributes.localSizeBytes));
-    o.Set("numRegs", a.attributes.numRegs);
-    o.Set("ptxVersion", a.attributes.ptxVersion);
-    o.Set("binaryVersion", a.attributes.binaryVersion);
+    const double fixed[kKernelInfoFixed] = {static_cast<double>(k->bytes),
+                                            a.paramsKnown ? 1.0 : 0.0,
+                                            static_cast<double>(a.attributes.maxThreadsPerBlock),
+                                            static_cast<double>(a.attributes.sharedSizeBytes),
+                                            static_cast<double>(a.attributes.maxDynamicSharedSizeBytes),
+                                            static_cast<double>(a.attributes.constSizeBytes),
+                                            static_cast<double>(a.attributes.localSizeBytes),
+                                            static_cast<double>(a.attributes.numRegs),
+                                            static_cast<double>(a.attributes.ptxVersion),
+                                            static_cast<double>(a.attributes.binaryVersion)};
+    double* o = out.Data();
+    std::copy(fixed, fixed + kKernelInfoFixed, o);
+    for (size_t i = 0; i < k->params.size(); ++i)
+      o[kKernelInfoFixed + i] = static_cast<double>(k->params[i].offset);
     auto handle =
         Napi::External<KernelState>::New(env, k.release(), [](Napi::Env, KernelState* dead) { delete dead; });
     handle.TypeTag(&kKernelTag);
-    o.Set("kernel", handle);
-    return o;
+    return handle;
   });
 }
 
