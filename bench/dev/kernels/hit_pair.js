@@ -70,13 +70,13 @@ for (const spec of (process.env.CK_HIT_VARIANTS ?? '').split(',').filter(Boolean
 }
 const names = Object.keys(variants);
 
-function run(name) {
+function run(name, filling = false) {
   const cache = path.join(cacheRoot, name);
   const r = variants[name](cache);
   if (r.status !== 0) throw new Error(`${name} failed (${r.status}): ${r.stderr || r.stdout}`);
   const got = JSON.parse(r.stdout.trim().split('\n').pop());
   if (!got.first.ok || !got.second.ok) throw new Error(`${name}: wrong result ${JSON.stringify(got)}`);
-  if (got.second.from !== undefined && got.second.from !== 'disk')
+  if (!filling && got.second.from !== undefined && got.second.from !== 'disk')
     throw new Error(`${name}: the second kernel came from ${got.second.from}, not the disk`);
   return got;
 }
@@ -94,7 +94,7 @@ const gpu = () => {
 };
 
 const lines = [`# GPU at start: ${gpu()}`];
-for (const name of names) run(name); // fills each cache folder
+for (const name of names) run(name, true); // fills each cache folder
 const rows = [];
 for (let r = 0; r < rounds; r++) {
   for (let i = 0; i < names.length; i++) {
