@@ -577,10 +577,12 @@ export interface NativeBinding {
   /** Loads a cubin (or NUL-terminated PTX) with cudaLibraryLoadData. */
   kernelsLoad(device: number, code: Uint8Array, ptx: boolean): LibraryHandle;
   /**
-   * The bytes of the file at `path`, or null when it cannot be read whole (the kernel cache's entries);
-   * with `touchAfterMs`, a file last modified longer ago than that is given the current time (best effort).
+   * The kernel cache entry at `path` when it is a whole, undamaged entry for `key` (magic, lengths, key,
+   * CRC-64: native/nvrtc/entry.h); false when the file is there but is not; null when it cannot be read
+   * whole. With `touchAfterMs`, an entry last modified longer ago than that is given the current time
+   * (best effort).
    */
-  kernelsReadFile(path: string, touchAfterMs?: number): Buffer | null;
+  kernelsReadEntry(path: string, key: string, touchAfterMs?: number): Buffer | false | null;
   /**
    * The kernel `name` of `library` on `device`; `layout` holds [size, kind] per parameter (kind 0
    * scalar, 1 pointer read, 2 pointer written). Refuses a layout the compiled kernel contradicts.

@@ -15,6 +15,7 @@ import {
   encodeEntry,
   KernelCache,
 } from '../lib/kernels/cache';
+import { crc64 } from '../lib/kernels/checksum';
 import { CompileError } from '../lib/kernels/compile-error';
 import { sha256 } from '../lib/kernels/includes';
 import { native } from '../lib/native';
@@ -55,7 +56,7 @@ function makeCache(
     maxBytes: number;
     packageVersion: string;
     dir: string;
-    readFile: (file: string, touchAfterMs: number) => Uint8Array | null;
+    readEntry: (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
   }> = {},
 ) {
   const compiler = fakeCompiler(o);
@@ -64,7 +65,7 @@ function makeCache(
     dir: over.dir ?? dir,
     maxBytes: over.maxBytes ?? 1 << 30,
     packageVersion: over.packageVersion ?? '1.0.0',
-    readFile: over.readFile,
+    readEntry: over.readEntry,
   });
   return { compiler, cache };
 }
@@ -345,77 +346,113 @@ describe('entries', () => {
     expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
   });
 
-  // The package reads entries with the addon's kernelsReadFile; the default is fs.readFileSync.
-  const readers: [string, ((file: string, touchAfterMs: number) => Uint8Array | null) | undefined][] = [
+  test('CRC-64/XZ: the standard check value, and the native check agrees on entries of every length up to 300 bytes of code', () => {
+    expect(crc64(Buffer.from('123456789')).readBigUInt64LE(0)).toBe(0x995dc9bbdf1939fan);
+    expect(crc64(new Uint8Array(0)).readBigUInt64LE(0)).toBe(0n);
+    const f = path.join(dir, 'e.ckbin');
+    for (let n = 0; n <= 300; n++) {
+      const e = encodeEntry(key, { ...code, code: Uint8Array.from({ length: n }, (_, i) => (i * 131 + n) & 255) });
+      fs.writeFileSync(f, e);
+      const r = native.kernelsReadEntry(f, key);
+      expect(r && Buffer.from(r).equals(e)).toBe(true);
+    }
+  });
+
+  // The package reads entries with the addon's kernelsReadEntry (checked natively); the default is
+  // fs.readFileSync, checked by decodeEntry.
+  type Reader = (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
+  const readers: [string, Reader | undefined][] = [
     ['fs.readFileSync', undefined],
-    ['the native reader', (file, touchAfterMs) => native.kernelsReadFile(file, touchAfterMs)],
+    ['the native reader', (file, k, touchAfterMs) => native.kernelsReadEntry(file, k, touchAfterMs)],
   ];
-  describe.each(readers)('read with %s', (_reader, readFile) => {
+  describe.each(readers)('read with %s', (_reader, readEntry) => {
     test.each([
       ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
       ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
       ['emptied', () => Buffer.alloc(0)],
       ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
     ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
-      const first = makeCache({}, { readFile }).cache.get(request());
+      const first = makeCache({}, { readEntry }).cache.get(request());
       const file = path.join(dir, `${first.key}.ckbin`);
       fs.writeFileSync(file, damage(fs.readFileSync(file)));
-      const { cache, compiler } = makeCache({}, { readFile });
+      const { cache, compiler } = makeCache({}, { readEntry });
       const r = cache.get(request());
       expect(r.from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       expect(cache.stats.corrupt).toBe(1);
       expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
       // The rewritten entry is good again.
-      expect(makeCache({}, { readFile }).cache.get(request()).from).toBe('disk');
+      expect(makeCache({}, { readEntry }).cache.get(request()).from).toBe('disk');
     });
 
     test('an entry that is a folder, or unreadable, is a miss that compiles', () => {
-      const key = makeCache({}, { readFile }).cache.get(request()).key!;
+      const key = makeCache({}, { readEntry }).cache.get(request()).key!;
       const file = path.join(dir, `${key}.ckbin`);
       fs.rmSync(file);
       fs.mkdirSync(file);
-      const { cache, compiler } = makeCache({}, { readFile });
+      const { cache, compiler } = makeCache({}, { readEntry });
       expect(cache.get(request()).from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       fs.rmSync(file, { recursive: true });
     });
   });
 
-  test('kernelsReadFile closes what it opens: thousands of reads, refusals and misses leave no descriptor', () => {
-    const f = path.join(dir, 'small.bin');
-    fs.writeFileSync(f, 'entry');
+  test('kernelsReadEntry refuses any single flipped byte, any truncation, a byte more, and another key', () => {
+    const good = encodeEntry(key, code);
+    const f = path.join(dir, 'e.ckbin');
+    const read = (b: Uint8Array, k = key) => (fs.writeFileSync(f, b), native.kernelsReadEntry(f, k));
+    expect(read(good)).not.toBe(false);
+    for (let i = 0; i < good.length; i++) {
+      const bad = Buffer.from(good);
+      bad[i] ^= 0x01;
+      expect([i, read(bad)]).toEqual([i, false]);
+    }
+    for (let n = 0; n < good.length; n++) expect(read(good.subarray(0, n))).toBe(false);
+    expect(read(Buffer.concat([good, Buffer.from([0])]))).toBe(false);
+    expect(read(good, 'b'.repeat(64))).toBe(false);
+    expect(read(good, key.slice(1))).toBe(false);
+  });
+
+  test('kernelsReadEntry closes what it opens: thousands of reads, refusals and misses leave no descriptor', () => {
+    const f = path.join(dir, 'e.ckbin');
+    fs.writeFileSync(f, encodeEntry(key, code));
+    const junk = path.join(dir, 'junk.ckbin');
+    fs.writeFileSync(junk, 'entry');
     const open = () => fs.readdirSync('/proc/self/fd').length;
     const before = open();
     for (let i = 0; i < 3000; i++) {
-      expect(native.kernelsReadFile(f)!.length).toBe(5);
-      expect(native.kernelsReadFile(dir)).toBeNull();
-      expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
+      expect(native.kernelsReadEntry(f, key)).not.toBe(false);
+      expect(native.kernelsReadEntry(junk, key)).toBe(false);
+      expect(native.kernelsReadEntry(dir, key)).toBeNull();
+      expect(native.kernelsReadEntry(path.join(dir, 'missing.bin'), key)).toBeNull();
     }
     expect(open()).toBeLessThanOrEqual(before + 2);
   });
 
-  test('kernelsReadFile: the bytes of a file, empty for an empty one, null for a missing file or a folder', () => {
-    const bytes = Uint8Array.from({ length: 200_003 }, (_, i) => (i * 7 + 1) & 255);
-    const f = path.join(dir, 'plain.bin');
-    fs.writeFileSync(f, bytes);
-    expect(Buffer.from(native.kernelsReadFile(f)!).equals(Buffer.from(bytes))).toBe(true);
+  test('kernelsReadEntry: a large entry whole; null for a missing file, a folder, a NUL in the path or a FIFO', () => {
+    const big = { ...code, code: Uint8Array.from({ length: 200_003 }, (_, i) => (i * 7 + 1) & 255) };
+    const f = path.join(dir, 'e.ckbin');
+    fs.writeFileSync(f, encodeEntry(key, big));
+    const r = native.kernelsReadEntry(f, key);
+    expect(r && Buffer.from(r).equals(encodeEntry(key, big))).toBe(true);
+    expect(r && decodeEntry(r, key, true)?.code).toEqual(big.code);
     fs.writeFileSync(f, '');
-    expect(native.kernelsReadFile(f)!.length).toBe(0);
-    expect(native.kernelsReadFile(path.join(dir, 'missing.bin'))).toBeNull();
-    expect(native.kernelsReadFile(dir)).toBeNull();
+    expect(native.kernelsReadEntry(f, key)).toBe(false);
+    expect(native.kernelsReadEntry(path.join(dir, 'missing.bin'), key)).toBeNull();
+    expect(native.kernelsReadEntry(dir, key)).toBeNull();
     // A NUL ends the path for open(): refused, as fs refuses it, instead of reading the file before it.
-    fs.writeFileSync(f, 'the wrong file');
-    expect(native.kernelsReadFile(`${f}\0.ckbin`)).toBeNull();
+    fs.writeFileSync(f, encodeEntry(key, code));
+    expect(native.kernelsReadEntry(`${f}\0.ckbin`, key)).toBeNull();
     // A FIFO (no writer) is refused at once instead of blocking the open.
-    const fifo = path.join(dir, 'fifo.bin');
-    if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadFile(fifo)).toBeNull();
-    expect(() => native.kernelsReadFile(42 as never)).toThrow(/path must be a string/);
+    const fifo = path.join(dir, 'fifo.ckbin');
+    if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadEntry(fifo, key)).toBeNull();
+    expect(() => native.kernelsReadEntry(42 as never, key)).toThrow(/path must be a string/);
+    expect(() => native.kernelsReadEntry(f, 42 as never)).toThrow(/key must be a string/);
   });
 
-  test('kernelsReadFile with touchAfterMs gives a file older than that the current time, and leaves a newer one', () => {
-    const f = path.join(dir, 'aged.bin');
-    fs.writeFileSync(f, 'entry');
+  test('kernelsReadEntry with touchAfterMs gives an entry older than that the current time, and leaves a newer one or a bad one', () => {
+    const f = path.join(dir, 'aged.ckbin');
+    fs.writeFileSync(f, encodeEntry(key, code));
     const setAge = (ms: number) => {
       const t = new Date(Date.now() - ms);
       fs.utimesSync(f, t, t);
@@ -423,16 +460,19 @@ describe('entries', () => {
     };
     // 30 s old, bound 60 s: left alone. Without touchAfterMs: never touched.
     let before = setAge(30_000);
-    expect(native.kernelsReadFile(f, 60_000)!.toString()).toBe('entry');
+    expect(native.kernelsReadEntry(f, key, 60_000)).not.toBe(false);
     expect(fs.statSync(f).mtimeMs).toBe(before);
     before = setAge(2 * 3600_000);
-    native.kernelsReadFile(f);
+    native.kernelsReadEntry(f, key);
+    expect(fs.statSync(f).mtimeMs).toBe(before);
+    // Another key's: refused, and left alone (the cache removes it).
+    expect(native.kernelsReadEntry(f, 'b'.repeat(64), 60_000)).toBe(false);
     expect(fs.statSync(f).mtimeMs).toBe(before);
     // Two hours old: refreshed by the read.
-    expect(native.kernelsReadFile(f, 60_000)!.toString()).toBe('entry');
+    expect(native.kernelsReadEntry(f, key, 60_000)).not.toBe(false);
     expect(Date.now() - fs.statSync(f).mtimeMs).toBeLessThan(60_000);
     for (const bad of [-1, NaN, '60000'])
-      expect(() => native.kernelsReadFile(f, bad as never)).toThrow(/touchAfterMs must be a number/);
+      expect(() => native.kernelsReadEntry(f, key, bad as never)).toThrow(/touchAfterMs must be a number/);
   });
 
   test('several processes compiling one key at once all succeed, leaving one good entry and no temporary file', async () => {

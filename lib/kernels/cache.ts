@@ -4,9 +4,9 @@
 //   includes (lib/kernels/includes.ts), the options, the device's architecture, the compiler's identity
 //   (NVRTC's file: its version) and the package's version.
 // - Entries are written to a temporary file and renamed into place, so a reader sees a whole entry or
-//   none; each carries a SHA-256 of itself, and one that fails it (truncated, corrupted) is removed and
-//   compiled again, never loaded. Two processes compiling one key both succeed: the last rename wins,
-//   and both entries are good.
+//   none; each carries its key and a checksum (CRC-64) of itself, and one that fails them (truncated,
+//   corrupted, another key's) is removed and compiled again, never loaded. Two processes compiling one
+//   key both succeed: the last rename wins, and both entries are good.
 // - The folder is bounded in size: after a write, the least recently used entries go first (a hit
 //   gives its entry's file the current time, when that is more than a minute old).
 //
@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { crc64 } from './checksum';
 import { type IncludeSet, resolveIncludes, sha256 } from './includes';
 
 /** A compilation, as the caller describes it. */
@@ -121,10 +122,13 @@ function jobOf(request: CompileRequest, loc: CompilerLocation): CompileJob {
 const NO_HEADERS: ReadonlyMap<string, string> = new Map();
 
 /** Bumped when the entry format or the key's material changes, so old entries are never read. */
-const FORMAT = 1;
-const MAGIC = Buffer.from('CKKERNL1', 'latin1');
-const HEAD = MAGIC.length + 8;
-const SUM = 32;
+const FORMAT = 2;
+// The layout, which native/nvrtc/entry.h checks too: magic, the metadata's and the code's lengths, flags
+// (bit 0: a cubin), the architecture, the key (64 hex digits), the metadata (JSON), the code, CRC-64.
+const MAGIC = Buffer.from('CKKERNL2', 'latin1');
+const KEY_AT = 24;
+const HEAD = KEY_AT + 64;
+const SUM = 8;
 const SUFFIX = '.ckbin';
 /** Temporary files older than this are left over from a process that died mid-write. */
 const STALE_TMP_MS = 3600_000;
@@ -145,43 +149,43 @@ export function defaultCacheMaxBytes(env: NodeJS.ProcessEnv = process.env): numb
   return Number.isFinite(n) && n >= 0 ? n : 512 * 1024 * 1024;
 }
 
-/** Serialises an entry: magic, lengths, metadata (JSON), code, then a SHA-256 of all of it. */
+/** Serialises an entry for `key` (a SHA-256 in hex): the header, metadata (JSON), code, then a CRC-64 of all of it. */
 export function encodeEntry(key: string, c: CompiledCode): Buffer {
+  if (!/^[0-9a-f]{64}$/.test(key)) throw new RangeError(`an entry's key must be 64 hex digits, got ${key}`);
   const meta = Buffer.from(
-    JSON.stringify({
-      format: FORMAT,
-      key,
-      cubin: c.cubin,
-      arch: c.arch,
-      lowered: c.lowered,
-      log: c.log,
-      note: c.note,
-      info: c.info ?? null,
-    }),
+    JSON.stringify({ lowered: c.lowered, log: c.log, note: c.note, info: c.info ?? null }),
     'utf8',
   );
   const head = Buffer.alloc(HEAD);
   MAGIC.copy(head, 0);
-  head.writeUInt32LE(meta.length, MAGIC.length);
-  head.writeUInt32LE(c.code.length, MAGIC.length + 4);
+  head.writeUInt32LE(meta.length, 8);
+  head.writeUInt32LE(c.code.length, 12);
+  head.writeUInt32LE(c.cubin ? 1 : 0, 16);
+  head.writeUInt32LE(c.arch, 20);
+  head.write(key, KEY_AT, 'latin1');
   const body = Buffer.concat([head, meta, c.code]);
-  return Buffer.concat([body, Buffer.from(sha256(body), 'hex')]);
+  return Buffer.concat([body, crc64(body)]);
 }
 
-/** The entry for `key` in `data`, or null when it is not one (wrong magic, length or checksum, another key). */
-export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null {
+/**
+ * The entry for `key` in `data`, or null when it is not one (wrong magic, length, key or checksum).
+ * `checked`: the reader has checked all of that already (kernelsReadEntry, native/nvrtc/entry.cc), so
+ * only the metadata is parsed here.
+ */
+export function decodeEntry(data: Uint8Array, key: string, checked = false): CompiledCode | null {
   // Ranges of the one buffer rather than subarrays of it: a disk hit runs this once or twice per process,
   // interpreted, where every temporary object shows in its time.
   const n = data.byteLength;
   if (n < HEAD + SUM) return null;
-  for (let i = 0; i < MAGIC.length; i++) if (data[i] !== MAGIC[i]) return null;
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, n);
-  const metaLength = buf.readUInt32LE(MAGIC.length);
-  const codeLength = buf.readUInt32LE(MAGIC.length + 4);
-  if (HEAD + metaLength + codeLength + SUM !== n) return null;
-  // Hex strings compared: cheaper, in code run once or twice (interpreted), than a digest as a Buffer
-  // (crypto.hash's 'buffer' output takes its slow encoding path) and Buffer.compare.
-  if (sha256(buf.subarray(0, n - SUM)) !== buf.toString('hex', n - SUM, n)) return null;
+  const metaLength = buf.readUInt32LE(8);
+  const codeLength = buf.readUInt32LE(12);
+  if (!checked) {
+    for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return null;
+    if (HEAD + metaLength + codeLength + SUM !== n) return null;
+    if (buf.toString('latin1', KEY_AT, HEAD) !== key) return null;
+    if (!crc64(buf.subarray(0, n - SUM)).equals(buf.subarray(n - SUM))) return null;
+  }
   let meta: Record<string, unknown>;
   try {
     meta = JSON.parse(buf.toString('utf8', HEAD, HEAD + metaLength)) as Record<string, unknown>;
@@ -189,10 +193,8 @@ export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null 
     return null;
   }
   if (
-    meta.format !== FORMAT ||
-    meta.key !== key ||
-    typeof meta.cubin !== 'boolean' ||
-    typeof meta.arch !== 'number' ||
+    typeof meta !== 'object' ||
+    meta === null ||
     typeof meta.log !== 'string' ||
     typeof meta.note !== 'string' ||
     typeof meta.lowered !== 'object' ||
@@ -203,8 +205,8 @@ export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null 
   const code = new Uint8Array(buf.buffer, buf.byteOffset + HEAD + metaLength, codeLength);
   return {
     code,
-    cubin: meta.cubin,
-    arch: meta.arch,
+    cubin: (buf.readUInt32LE(16) & 1) === 1,
+    arch: buf.readUInt32LE(20),
     lowered: meta.lowered as Record<string, string>,
     log: meta.log,
     note: meta.note,
@@ -222,15 +224,17 @@ export interface KernelCacheOptions {
   /** Part of every key: a new version of the package never reads an older one's entries. */
   packageVersion: string;
   /**
-   * Reads an entry's file whole, or returns null (missing, unreadable), and gives the file the current
-   * time when it was last modified more than `touchAfterMs` ago (best effort): the size bound evicts
-   * the least recently used entries first. Default: fs.readFileSync and fs.utimesSync. The package
-   * passes its native reader, which does both in one call (a disk hit's time budget favours it:
-   * lib/kernels/module.ts).
+   * Reads and checks an entry in one call, and gives the file the current time when it was last
+   * modified more than `touchAfterMs` ago (best effort: the size bound evicts the least recently used
+   * entries first): its bytes when the file is a whole, undamaged entry for `key` (as decodeEntry
+   * checks it: magic, lengths, key, checksum), false when the file is there but is not one, null when
+   * it cannot be read. The package passes its native reader (kernelsReadEntry), which a disk hit's time
+   * budget favours (lib/kernels/module.ts). Default: fs.readFileSync, fs.utimesSync and decodeEntry.
    */
-  readFile?: (file: string, touchAfterMs: number) => Uint8Array | null;
+  readEntry?: (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
 }
 
+/** The default reader (KernelCacheOptions.readEntry) without the check, which decodeEntry then makes. */
 function readWhole(file: string, touchAfterMs: number): Uint8Array | null {
   let data: Buffer;
   try {
@@ -269,7 +273,7 @@ export class KernelCache {
   };
   readonly #compiler: Compiler;
   readonly #version: string;
-  readonly #readFile: (file: string, touchAfterMs: number) => Uint8Array | null;
+  readonly #readEntry: ((file: string, key: string, touchAfterMs: number) => Uint8Array | false | null) | null;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
   /**
@@ -290,7 +294,7 @@ export class KernelCache {
     this.#prefix = path.join(options.dir, '_').slice(0, -1);
     this.maxBytes = options.maxBytes;
     this.#version = options.packageVersion;
-    this.#readFile = options.readFile ?? readWhole;
+    this.#readEntry = options.readEntry ?? null;
   }
 
   /** The compiler's location; its identity is made known by loading it when looking was not enough. */
@@ -426,9 +430,16 @@ export class KernelCache {
     }
     if (!disk) return null;
     const file = this.entryPath(key);
-    const data = this.#readFile(file, TOUCH_AFTER_MS);
-    if (data === null) return null;
-    const code = this.#accept(key, data, file);
+    let code: CompiledCode | null;
+    if (this.#readEntry !== null) {
+      const data = this.#readEntry(file, key, TOUCH_AFTER_MS);
+      if (data === null) return null;
+      code = this.#accept(key, data === false ? null : decodeEntry(data, key, true), file);
+    } else {
+      const data = readWhole(file, TOUCH_AFTER_MS);
+      if (data === null) return null;
+      code = this.#accept(key, decodeEntry(data, key), file);
+    }
     return code ? { code, from: 'disk' } : null;
   }
 
@@ -447,12 +458,11 @@ export class KernelCache {
       const now = new Date();
       fs.utimes(file, now, now, () => undefined);
     });
-    return this.#accept(key, data, file);
+    return this.#accept(key, decodeEntry(data, key), file);
   }
 
-  /** A disk entry's code, memoised, when it checks out; a bad one is removed. */
-  #accept(key: string, data: Uint8Array, file: string): CompiledCode | null {
-    const code = decodeEntry(data, key);
+  /** A disk entry's decoded code, memoised; a bad one (null) is removed. */
+  #accept(key: string, code: CompiledCode | null, file: string): CompiledCode | null {
     if (code === null) {
       this.stats.corrupt++;
       try {

@@ -60,8 +60,8 @@ export function kernelCache(): KernelCache {
       dir: defaultCacheDir(),
       maxBytes: defaultCacheMaxBytes(),
       packageVersion: packageVersion(),
-      // A hit's read and its entry's time in one native call instead of fs's JavaScript (see kernelsReadFile).
-      readFile: (file, touchAfterMs) => native.kernelsReadFile(file, touchAfterMs),
+      // A hit's read, check and entry time in one native call instead of fs's and crypto's JavaScript.
+      readEntry: (file, key, touchAfterMs) => native.kernelsReadEntry(file, key, touchAfterMs),
     });
   return theCache;
 }

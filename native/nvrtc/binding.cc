@@ -20,6 +20,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "nvrtc/compile.h"
+#include "nvrtc/entry.h"
 #include "nvrtc/module.h"
 #include "nvrtc/nvrtc.h"
 
@@ -246,23 +247,26 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   });
 }
 
-// kernelsReadFile(path, touchAfterMs?) -> Buffer of the file's bytes, or null when it cannot be read whole
-// (missing, not a regular file, an I/O error, shorter than its size said). The kernel cache reads its
-// entries through this: Node's readFileSync runs about ten JavaScript functions, interpreted on a
-// process's first hits, ~100 µs of the 0.5 ms a disk hit may take. The caller checks the bytes (the
-// entry's own checksum). With touchAfterMs, a file last modified longer ago than that gets the current
-// time (futimens on the open file: one system call, and none for a recent file), so that the cache's
-// size bound, which evicts the oldest first, sees it used; best effort, as a read-only folder refuses it.
-Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
+// kernelsReadEntry(path, key, touchAfterMs?) -> Buffer of the kernel cache entry at `path` when it is a
+// whole, undamaged entry for `key` (nvrtc/entry.h: magic, lengths, key, CRC-64); false when the file is
+// there but is not; null when it cannot be read whole (missing, not a regular file, an I/O error,
+// shorter than its size said). A disk hit's read and check in one call: in JavaScript, readFileSync
+// and a SHA-256 of the entry ran interpreted on a process's first hits (~100 µs of the 0.5 ms a hit
+// may take). With touchAfterMs, a file last modified longer ago than that gets the current time
+// (futimens on the open file: one system call, and none for a recent file), so that the cache's size
+// bound, which evicts the oldest first, sees it used; best effort, as a read-only folder refuses it.
+Napi::Value kernelsReadEntry(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
+  if (info.Length() < 2 || !info[1].IsString()) throw Napi::TypeError::New(env, "key must be a string");
   double touchAfterMs = -1;
-  if (info.Length() > 1 && !info[1].IsUndefined()) {
-    if (!info[1].IsNumber() || !(info[1].As<Napi::Number>().DoubleValue() >= 0))
+  if (info.Length() > 2 && !info[2].IsUndefined()) {
+    if (!info[2].IsNumber() || !(info[2].As<Napi::Number>().DoubleValue() >= 0))
       throw Napi::TypeError::New(env, "touchAfterMs must be a number of milliseconds >= 0");
-    touchAfterMs = info[1].As<Napi::Number>().DoubleValue();
+    touchAfterMs = info[2].As<Napi::Number>().DoubleValue();
   }
   const std::string path = info[0].As<Napi::String>().Utf8Value();
+  const std::string key = info[1].As<Napi::String>().Utf8Value();
   // open() would stop at a NUL and read another file ("dir/a\0b" is "dir/a"); fs refuses such paths too.
   if (path.find('\0') != std::string::npos) return env.Null();
   // O_NONBLOCK: a FIFO put where an entry belongs must not block the opening (the type check follows).
@@ -286,6 +290,8 @@ Napi::Value kernelsReadFile(const Napi::CallbackInfo& info) {
     got += static_cast<size_t>(r);
   }
   if (got != size) return env.Null();
+  nvrtc::EntryLayout layout;
+  if (!nvrtc::checkEntry(out.Data(), size, key, &layout)) return Napi::Boolean::New(env, false);
   if (touchAfterMs >= 0) {
     struct timespec now;
     if (::clock_gettime(CLOCK_REALTIME, &now) == 0) {
@@ -523,7 +529,7 @@ void registerNvrtc(Napi::Env env, Napi::Object exports) {
   exports.Set("nvrtcCompile", Napi::Function::New(env, nvrtcCompile, "nvrtcCompile"));
   exports.Set("nvrtcCompileAsync", Napi::Function::New(env, nvrtcCompileAsync, "nvrtcCompileAsync"));
   exports.Set("kernelsLoad", Napi::Function::New(env, kernelsLoad, "kernelsLoad"));
-  exports.Set("kernelsReadFile", Napi::Function::New(env, kernelsReadFile, "kernelsReadFile"));
+  exports.Set("kernelsReadEntry", Napi::Function::New(env, kernelsReadEntry, "kernelsReadEntry"));
   exports.Set("kernelsGetKernel", Napi::Function::New(env, kernelsGetKernel, "kernelsGetKernel"));
   exports.Set("kernelsLaunch", Napi::Function::New(env, kernelsLaunch, "kernelsLaunch"));
 #ifdef CK_TEST_HOOKS

@@ -12,7 +12,7 @@ const cache = new KernelCache({
   dir,
   maxBytes: Number(maxBytes),
   packageVersion: '1.0.0',
-  readFile: (file, touchAfterMs) => native.kernelsReadFile(file, touchAfterMs),
+  readEntry: (file, key, touchAfterMs) => native.kernelsReadEntry(file, key, touchAfterMs),
 });
 const from = requests.map((r) => cache.get(JSON.parse(r) as CompileRequest).from);
 process.stdout.write(JSON.stringify(from) + '\n');
