@@ -346,6 +346,23 @@ describe('entries', () => {
     expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
   });
 
+  test('checked (the reader checked it) still refuses lengths that do not add up to the buffer, never reading past it', () => {
+    // A small Buffer copy lives in Node's shared pool: a code view past its end would show other data.
+    for (const [metaDelta, codeDelta] of [
+      [0, 1],
+      [0, -1],
+      [1, 0],
+      [0, 2 ** 31],
+      [2 ** 31, 2 ** 31],
+    ]) {
+      const bad = Buffer.from(encodeEntry(key, code));
+      bad.writeUInt32LE((bad.readUInt32LE(8) + metaDelta) >>> 0, 8);
+      bad.writeUInt32LE((bad.readUInt32LE(12) + codeDelta) >>> 0, 12);
+      expect([metaDelta, codeDelta, decodeEntry(bad, key, true)]).toEqual([metaDelta, codeDelta, null]);
+    }
+    expect(decodeEntry(encodeEntry(key, code), key, true)?.code).toEqual(new Uint8Array([1, 2, 3, 4, 5]));
+  });
+
   test('CRC-64/XZ: the standard check value, and the native check agrees on entries of every length up to 300 bytes of code', () => {
     expect(crc64(Buffer.from('123456789')).readBigUInt64LE(0)).toBe(0x995dc9bbdf1939fan);
     expect(crc64(new Uint8Array(0)).readBigUInt64LE(0)).toBe(0n);

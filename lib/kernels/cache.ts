@@ -180,9 +180,10 @@ export function decodeEntry(data: Uint8Array, key: string, checked = false): Com
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, n);
   const metaLength = buf.readUInt32LE(8);
   const codeLength = buf.readUInt32LE(12);
+  // Even when checked: the views below trust these lengths, and a Buffer may share its memory with others.
+  if (HEAD + metaLength + codeLength + SUM !== n) return null;
   if (!checked) {
     for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return null;
-    if (HEAD + metaLength + codeLength + SUM !== n) return null;
     if (buf.toString('latin1', KEY_AT, HEAD) !== key) return null;
     if (!crc64(buf.subarray(0, n - SUM)).equals(buf.subarray(n - SUM))) return null;
   }
