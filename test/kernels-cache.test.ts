@@ -376,41 +376,72 @@ describe('entries', () => {
   });
 
   // The package reads entries with the addon's kernelsReadEntry (checked natively); the default is
-  // fs.readFileSync, checked by decodeEntry.
+  // fs.readFileSync, checked by decodeEntry; getAsync reads with fs.promises and decodeEntry.
   type Reader = (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
-  const readers: [string, Reader | undefined][] = [
-    ['fs.readFileSync', undefined],
-    ['the native reader', (file, k, touchAfterMs) => native.kernelsReadEntry(file, k, touchAfterMs)],
+  type Get = (cache: KernelCache, req: CompileRequest) => Promise<{ from: string; code: { code: Uint8Array } }>;
+  const sync: Get = (cache, req) => Promise.resolve(cache.get(req));
+  const readers: [string, Reader | undefined, Get][] = [
+    ['fs.readFileSync', undefined, sync],
+    ['the native reader', (file, k, touchAfterMs) => native.kernelsReadEntry(file, k, touchAfterMs), sync],
+    ['getAsync', undefined, (cache, req) => cache.getAsync(req)],
   ];
-  describe.each(readers)('read with %s', (_reader, readEntry) => {
+  describe.each(readers)('read with %s', (_reader, readEntry, get) => {
     test.each([
       ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
       ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
       ['emptied', () => Buffer.alloc(0)],
       ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
-    ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
+    ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', async (_what, damage) => {
       const first = makeCache({}, { readEntry }).cache.get(request());
       const file = path.join(dir, `${first.key}.ckbin`);
       fs.writeFileSync(file, damage(fs.readFileSync(file)));
       const { cache, compiler } = makeCache({}, { readEntry });
-      const r = cache.get(request());
+      const r = await get(cache, request());
       expect(r.from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       expect(cache.stats.corrupt).toBe(1);
       expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
       // The rewritten entry is good again.
-      expect(makeCache({}, { readEntry }).cache.get(request()).from).toBe('disk');
+      expect((await get(makeCache({}, { readEntry }).cache, request())).from).toBe('disk');
     });
 
-    test('an entry that is a folder, or unreadable, is a miss that compiles', () => {
+    test('an entry that is a folder, or unreadable, is a miss that compiles', async () => {
       const key = makeCache({}, { readEntry }).cache.get(request()).key!;
       const file = path.join(dir, `${key}.ckbin`);
       fs.rmSync(file);
       fs.mkdirSync(file);
       const { cache, compiler } = makeCache({}, { readEntry });
-      expect(cache.get(request()).from).toBe('compiled');
+      expect((await get(cache, request())).from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       fs.rmSync(file, { recursive: true });
+    });
+
+    test('a hit refreshes an old entry’s time; a damaged entry’s time is left alone', async () => {
+      const key = makeCache({}, { readEntry }).cache.get(request()).key!;
+      const file = path.join(dir, `${key}.ckbin`);
+      const old = new Date(Date.now() - 2 * 3600_000);
+      // A second name for the file, to see its time once the cache has removed the damaged entry.
+      const seen = path.join(dir, 'seen.bin');
+      const settle = () => new Promise((r) => setTimeout(r, 50));
+      const good = fs.readFileSync(file);
+      const bad = Buffer.from(good);
+      bad[bad.length - 40] ^= 0xff;
+      fs.writeFileSync(file, bad);
+      fs.utimesSync(file, old, old);
+      fs.linkSync(file, seen);
+      const { cache } = makeCache({}, { readEntry });
+      expect((await get(cache, request())).from).toBe('compiled');
+      await settle();
+      expect(cache.stats.corrupt).toBe(1);
+      const age = () => Date.now() - fs.statSync(seen).mtimeMs;
+      expect(age()).toBeGreaterThan(3600_000);
+      fs.rmSync(seen);
+      fs.writeFileSync(file, good);
+      fs.utimesSync(file, old, old);
+      fs.linkSync(file, seen);
+      expect((await get(makeCache({}, { readEntry }).cache, request())).from).toBe('disk');
+      for (let i = 0; i < 100 && age() > 3600_000; i++) await settle();
+      expect(age()).toBeLessThan(600_000);
     });
   });
 
