@@ -346,6 +346,23 @@ describe('entries', () => {
     expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
   });
 
+  test('checked (the reader checked it) still refuses lengths that do not add up to the buffer, never reading past it', () => {
+    // A small Buffer copy lives in Node's shared pool: a code view past its end would show other data.
+    for (const [metaDelta, codeDelta] of [
+      [0, 1],
+      [0, -1],
+      [1, 0],
+      [0, 2 ** 31],
+      [2 ** 31, 2 ** 31],
+    ]) {
+      const bad = Buffer.from(encodeEntry(key, code));
+      bad.writeUInt32LE((bad.readUInt32LE(8) + metaDelta) >>> 0, 8);
+      bad.writeUInt32LE((bad.readUInt32LE(12) + codeDelta) >>> 0, 12);
+      expect([metaDelta, codeDelta, decodeEntry(bad, key, true)]).toEqual([metaDelta, codeDelta, null]);
+    }
+    expect(decodeEntry(encodeEntry(key, code), key, true)?.code).toEqual(new Uint8Array([1, 2, 3, 4, 5]));
+  });
+
   test('CRC-64/XZ: the standard check value, and the native check agrees on entries of every length up to 300 bytes of code', () => {
     expect(crc64(Buffer.from('123456789')).readBigUInt64LE(0)).toBe(0x995dc9bbdf1939fan);
     expect(crc64(new Uint8Array(0)).readBigUInt64LE(0)).toBe(0n);
@@ -359,41 +376,72 @@ describe('entries', () => {
   });
 
   // The package reads entries with the addon's kernelsReadEntry (checked natively); the default is
-  // fs.readFileSync, checked by decodeEntry.
+  // fs.readFileSync, checked by decodeEntry; getAsync reads with fs.promises and decodeEntry.
   type Reader = (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
-  const readers: [string, Reader | undefined][] = [
-    ['fs.readFileSync', undefined],
-    ['the native reader', (file, k, touchAfterMs) => native.kernelsReadEntry(file, k, touchAfterMs)],
+  type Get = (cache: KernelCache, req: CompileRequest) => Promise<{ from: string; code: { code: Uint8Array } }>;
+  const sync: Get = (cache, req) => Promise.resolve(cache.get(req));
+  const readers: [string, Reader | undefined, Get][] = [
+    ['fs.readFileSync', undefined, sync],
+    ['the native reader', (file, k, touchAfterMs) => native.kernelsReadEntry(file, k, touchAfterMs), sync],
+    ['getAsync', undefined, (cache, req) => cache.getAsync(req)],
   ];
-  describe.each(readers)('read with %s', (_reader, readEntry) => {
+  describe.each(readers)('read with %s', (_reader, readEntry, get) => {
     test.each([
       ['truncated', (b: Buffer) => b.subarray(0, b.length - 7)],
       ['corrupted in its code', (b: Buffer) => ((b[b.length - 40] ^= 0xff), b)],
       ['emptied', () => Buffer.alloc(0)],
       ['another key’s entry', () => encodeEntry('c'.repeat(64), code)],
-    ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', (_what, damage) => {
+    ])('an entry on disk that is %s is recompiled, never loaded, and replaced by a good one', async (_what, damage) => {
       const first = makeCache({}, { readEntry }).cache.get(request());
       const file = path.join(dir, `${first.key}.ckbin`);
       fs.writeFileSync(file, damage(fs.readFileSync(file)));
       const { cache, compiler } = makeCache({}, { readEntry });
-      const r = cache.get(request());
+      const r = await get(cache, request());
       expect(r.from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       expect(cache.stats.corrupt).toBe(1);
       expect(Buffer.from(r.code.code).equals(Buffer.from(first.code.code))).toBe(true);
       // The rewritten entry is good again.
-      expect(makeCache({}, { readEntry }).cache.get(request()).from).toBe('disk');
+      expect((await get(makeCache({}, { readEntry }).cache, request())).from).toBe('disk');
     });
 
-    test('an entry that is a folder, or unreadable, is a miss that compiles', () => {
+    test('an entry that is a folder, or unreadable, is a miss that compiles', async () => {
       const key = makeCache({}, { readEntry }).cache.get(request()).key!;
       const file = path.join(dir, `${key}.ckbin`);
       fs.rmSync(file);
       fs.mkdirSync(file);
       const { cache, compiler } = makeCache({}, { readEntry });
-      expect(cache.get(request()).from).toBe('compiled');
+      expect((await get(cache, request())).from).toBe('compiled');
       expect(compiler.compiles).toBe(1);
       fs.rmSync(file, { recursive: true });
+    });
+
+    test('a hit refreshes an old entry’s time; a damaged entry’s time is left alone', async () => {
+      const key = makeCache({}, { readEntry }).cache.get(request()).key!;
+      const file = path.join(dir, `${key}.ckbin`);
+      const old = new Date(Date.now() - 2 * 3600_000);
+      // A second name for the file, to see its time once the cache has removed the damaged entry.
+      const seen = path.join(dir, 'seen.bin');
+      const settle = () => new Promise((r) => setTimeout(r, 50));
+      const good = fs.readFileSync(file);
+      const bad = Buffer.from(good);
+      bad[bad.length - 40] ^= 0xff;
+      fs.writeFileSync(file, bad);
+      fs.utimesSync(file, old, old);
+      fs.linkSync(file, seen);
+      const { cache } = makeCache({}, { readEntry });
+      expect((await get(cache, request())).from).toBe('compiled');
+      await settle();
+      expect(cache.stats.corrupt).toBe(1);
+      const age = () => Date.now() - fs.statSync(seen).mtimeMs;
+      expect(age()).toBeGreaterThan(3600_000);
+      fs.rmSync(seen);
+      fs.writeFileSync(file, good);
+      fs.utimesSync(file, old, old);
+      fs.linkSync(file, seen);
+      expect((await get(makeCache({}, { readEntry }).cache, request())).from).toBe('disk');
+      for (let i = 0; i < 100 && age() > 3600_000; i++) await settle();
+      expect(age()).toBeLessThan(600_000);
     });
   });
 

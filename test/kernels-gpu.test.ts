@@ -524,6 +524,46 @@ __global__ void scale(T* x, T a, long long n) {
     );
   });
 
+  test('attributes(): the launch bound, the static shared memory and the architecture, and the launch limits they set', () => {
+    const p = ck.deviceProperties(0);
+    const mod = ck.compile(`extern "C" __global__ void __launch_bounds__(128) rev(float* y, int n) {
+  __shared__ float s[300];
+  for (int i = threadIdx.x; i < 300; i += blockDim.x) s[i] = i < n ? y[i] : 0.0f;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n && i < 300; i += blockDim.x) y[i] = s[n - 1 - i];
+}`);
+    const k = mod.kernel('rev');
+    const a = k.attributes();
+    expect(Object.keys(a).sort()).toEqual(
+      [
+        'binaryVersion',
+        'constSizeBytes',
+        'localSizeBytes',
+        'maxDynamicSharedSizeBytes',
+        'maxThreadsPerBlock',
+        'numRegs',
+        'ptxVersion',
+        'sharedSizeBytes',
+      ].sort(),
+    );
+    expect([a.maxThreadsPerBlock, a.sharedSizeBytes]).toEqual([128, 1200]);
+    expect(a.numRegs).toBeGreaterThan(0);
+    for (const v of Object.values(a)) expect(Number.isInteger(v) && v >= 0).toBe(true);
+    if (mod.target.startsWith('sm_')) {
+      const arch = Number(mod.target.slice(3));
+      expect([a.ptxVersion, a.binaryVersion]).toEqual([arch, arch]);
+    }
+    using y = ck.upload(new Float32Array([1, 2, 3]));
+    expect(() => k.launch({ grid: 1, block: 129 }, y, 3)).toThrow(
+      /129 threads per block is more than 128, .*this kernel/,
+    );
+    expect(() => k.launch({ grid: 1, block: 32, sharedMem: p.sharedMemPerBlockOptin - 1199 }, y, 3)).toThrow(
+      /sharedMemPerBlockOptin less the kernel's static shared memory/,
+    );
+    k.launch({ grid: 1, block: 128 }, y, 3);
+    expect(Array.from(y.toHostSync())).toEqual([3, 2, 1]);
+  });
+
   test('more than 48 KiB of dynamic shared memory is granted on request', () => {
     const p = ck.deviceProperties(0);
     const k = ck

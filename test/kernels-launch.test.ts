@@ -181,6 +181,36 @@ describe('launch shape checks', () => {
     expect(() => checkLaunchConfig({ grid: '1', block: 1 } as never, limits, out)).toThrow(TypeError);
     expect(() => checkLaunchConfig(null as never, limits, out)).toThrow(TypeError);
   });
+
+  test('a config whose getters check another launch meanwhile still gets its own shape, never a wrapped one', () => {
+    // A check run from inside another (a getter, a Proxy) stops at the limits after writing its shape
+    // down: 2^32 + 5 blocks must not reach the outer launch's Uint32Array as 5.
+    const inner = () => {
+      try {
+        checkLaunchConfig({ grid: 2 ** 32 + 5, block: [2 ** 32 + 3, 1, 1] }, limits, new Uint32Array(7));
+      } catch {
+        // Refused, as it should be.
+      }
+    };
+    const viaSharedMem = {
+      grid: [7, 2],
+      block: 32,
+      get sharedMem() {
+        inner();
+        return 16;
+      },
+    };
+    checkLaunchConfig(viaSharedMem, limits, out);
+    expect([...out]).toEqual([7, 2, 1, 32, 1, 1, 16]);
+    const block = new Proxy([8, 4], {
+      get(t, k, r) {
+        if (k === '1') inner();
+        return Reflect.get(t, k, r) as unknown;
+      },
+    });
+    checkLaunchConfig({ grid: [3, 2, 1], block }, limits, out);
+    expect([...out]).toEqual([3, 2, 1, 8, 4, 1, 0]);
+  });
 });
 
 // The test hook bench/dev/kernels/launch_overhead.ts times a launch + synchronize with, in C++.

@@ -180,9 +180,10 @@ export function decodeEntry(data: Uint8Array, key: string, checked = false): Com
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, n);
   const metaLength = buf.readUInt32LE(8);
   const codeLength = buf.readUInt32LE(12);
+  // Even when checked: the views below trust these lengths, and a Buffer may share its memory with others.
+  if (HEAD + metaLength + codeLength + SUM !== n) return null;
   if (!checked) {
     for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return null;
-    if (HEAD + metaLength + codeLength + SUM !== n) return null;
     if (buf.toString('latin1', KEY_AT, HEAD) !== key) return null;
     if (!crc64(buf.subarray(0, n - SUM)).equals(buf.subarray(n - SUM))) return null;
   }
@@ -234,23 +235,25 @@ export interface KernelCacheOptions {
   readEntry?: (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
 }
 
-/** The default reader (KernelCacheOptions.readEntry) without the check, which decodeEntry then makes. */
-function readWhole(file: string, touchAfterMs: number): Uint8Array | null {
-  let data: Buffer;
+/** The default reader's read (KernelCacheOptions.readEntry): the check is decodeEntry's, then the touch. */
+function readWhole(file: string): Uint8Array | null {
   try {
-    data = fs.readFileSync(file);
+    return fs.readFileSync(file);
   } catch {
     return null;
   }
+}
+
+/** Gives a hit entry's file the current time when it is older than TOUCH_AFTER_MS (the size bound's order). */
+function touchSync(file: string): void {
   try {
-    if (Date.now() - fs.statSync(file).mtimeMs > touchAfterMs) {
+    if (Date.now() - fs.statSync(file).mtimeMs > TOUCH_AFTER_MS) {
       const now = new Date();
       fs.utimesSync(file, now, now);
     }
   } catch {
     // A read-only folder, or the entry was removed meanwhile: only the eviction order suffers.
   }
-  return data;
 }
 
 /** How one lookup should behave. */
@@ -436,9 +439,11 @@ export class KernelCache {
       if (data === null) return null;
       code = this.#accept(key, data === false ? null : decodeEntry(data, key, true), file);
     } else {
-      const data = readWhole(file, TOUCH_AFTER_MS);
+      const data = readWhole(file);
       if (data === null) return null;
       code = this.#accept(key, decodeEntry(data, key), file);
+      // After the check, as kernelsReadEntry does: a damaged entry is not made to look used.
+      if (code !== null) touchSync(file);
     }
     return code ? { code, from: 'disk' } : null;
   }
@@ -451,6 +456,8 @@ export class KernelCache {
     } catch {
       return null;
     }
+    const code = this.#accept(key, decodeEntry(data, key), file);
+    if (code === null) return null;
     // Not awaited: only the eviction order depends on it (and #touched keeps this process's order
     // meanwhile). Not unref'd either: a touch that never lands leaves the bound evicting by write time.
     fs.stat(file, (err, st) => {
@@ -458,7 +465,7 @@ export class KernelCache {
       const now = new Date();
       fs.utimes(file, now, now, () => undefined);
     });
-    return this.#accept(key, decodeEntry(data, key), file);
+    return code;
   }
 
   /** A disk entry's decoded code, memoised; a bad one (null) is removed. */

@@ -58,7 +58,9 @@ function dims(what: string, value: unknown, out: number[], at: number): void {
 const AXES = ['x', 'y', 'z'];
 
 /** [gx, gy, gz, bx, by, bz] of the launch being checked: numbers, so that nothing wraps before the checks. */
-const shape = [1, 1, 1, 1, 1, 1];
+const scratch = [1, 1, 1, 1, 1, 1];
+/** Whether `scratch` is in use: a getter or Proxy in a config may check another launch meanwhile. */
+let checking = false;
 
 /**
  * Checks a launch shape against `limits` and writes it into `out` ([gx, gy, gz, bx, by, bz, sharedMem]).
@@ -68,6 +70,18 @@ const shape = [1, 1, 1, 1, 1, 1];
  */
 export function checkLaunchConfig(config: LaunchConfig, limits: LaunchLimits, out: Uint32Array): void {
   if (typeof config !== 'object' || config === null) throw typeError('config', 'an object { grid, block }', config);
+  // A nested check (from the user's getters) gets its own array, or it would leave its shape, perhaps
+  // refused, in ours after our checks.
+  const outer = checking;
+  checking = true;
+  try {
+    checkShape(config, limits, out, outer ? [1, 1, 1, 1, 1, 1] : scratch);
+  } finally {
+    checking = outer;
+  }
+}
+
+function checkShape(config: LaunchConfig, limits: LaunchLimits, out: Uint32Array, shape: number[]): void {
   dims('config.grid', config.grid, shape, 0);
   dims('config.block', config.block, shape, 3);
   for (let i = 0; i < 3; i++) {
