@@ -12,6 +12,7 @@ import { argWriter, checkLaunchConfig, type LaunchLimits, toBfloat16Bits, toHalf
 import { compile } from '../lib/kernels/module';
 import { nvrtcInfo } from '../lib/kernels/nvrtc';
 import { native } from '../lib/native';
+import { H100_KERNEL_DEVICE_INFO } from './helpers/stand-in-device';
 import { describeNeeding } from './helpers/gpu';
 
 const fakeArray = (dtype: 'float32' | 'float64' | 'int32' | 'uint32', device = 0) =>
@@ -255,15 +256,7 @@ describeNeeding(
       process.env.CUDA_KERNELS_CACHE_DIR = dir;
       const kernel = { stub: 'kernel' } as unknown as KernelHandle;
       const spies = [
-        jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue({
-          major: 9,
-          minor: 0,
-          smCount: 132,
-          maxThreadsPerBlock: 1024,
-          maxBlockDim: [1024, 1024, 64],
-          maxGridDim: [2147483647, 65535, 65535],
-          sharedMemPerBlockOptin: 232448,
-        }),
+        jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue(H100_KERNEL_DEVICE_INFO),
         jest.spyOn(native, 'kernelsLoad').mockReturnValue({} as never),
         // [bytes, paramsChecked, maxThreadsPerBlock, sharedSizeBytes, maxDynamicSharedSizeBytes,
         //  constSizeBytes, localSizeBytes, numRegs, ptxVersion, binaryVersion, offsets…]

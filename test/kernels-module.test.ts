@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { KernelHandle } from '../binding';
 import { compile, type Kernel, kernelCache } from '../lib/kernels/module';
 import { native } from '../lib/native';
+import { H100_KERNEL_DEVICE_INFO, standInKernelInfo } from './helpers/stand-in-device';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kmodule-'));
 const envBefore = process.env.CUDA_KERNELS_CACHE_DIR;
@@ -39,28 +40,13 @@ beforeAll(() => {
       code: new TextEncoder().encode(`cubin of ${source}`),
       lowered: expressions.map((e) => `lowered(${e})`),
     })),
-    jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue({
-      major: 9,
-      minor: 0,
-      smCount: 132,
-      maxThreadsPerBlock: 1024,
-      maxBlockDim: [1024, 1024, 64],
-      maxGridDim: [2147483647, 65535, 65535],
-      sharedMemPerBlockOptin: 232448,
-    }),
+    jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue(H100_KERNEL_DEVICE_INFO),
     jest.spyOn(native, 'kernelsLoad').mockReturnValue({} as never),
     jest
       .spyOn(native, 'kernelsGetKernel')
       .mockImplementation((_lib, _device, symbol, _display, layout, _names, out) => {
         gets.push({ symbol, layout: [...layout] });
-        let at = 0;
-        for (let i = 0; i < layout.length / 2; i++) {
-          at = Math.ceil(at / layout[2 * i]) * layout[2 * i];
-          out[FIXED.length + i] = at;
-          at += layout[2 * i];
-        }
-        out.set(FIXED);
-        out[0] = Math.ceil(at / 8) * 8;
+        standInKernelInfo(layout, out, FIXED);
         return { symbol } as unknown as KernelHandle;
       }),
     jest.spyOn(native, 'kernelsLaunch').mockReturnValue(undefined),

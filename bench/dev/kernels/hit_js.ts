@@ -9,6 +9,7 @@
 //   node bench/dev/kernels/hit_js.js ... (the same from dist/ when built)
 import { saxpySource } from '../../../lib/bench/kernels';
 import { native } from '../../../lib/native';
+import { H100_KERNEL_DEVICE_INFO, standInKernelInfo } from '../../../test/helpers/stand-in-device';
 
 const [mode, dir, salt] = process.argv.slice(2);
 process.env.CUDA_KERNELS_CACHE_DIR = dir;
@@ -27,27 +28,11 @@ const standIns: Record<string, (...args: unknown[]) => unknown> = {
     // A cubin-sized payload that depends on the source, as the real one does.
     code: new TextEncoder().encode(String(source).repeat(8).padEnd(6000, '#')),
   }),
-  kernelsDeviceInfo: () => ({
-    major: 9,
-    minor: 0,
-    smCount: 132,
-    maxThreadsPerBlock: 1024,
-    maxBlockDim: [1024, 1024, 64],
-    maxGridDim: [2147483647, 65535, 65535],
-    sharedMemPerBlockOptin: 232448,
-  }),
+  kernelsDeviceInfo: () => H100_KERNEL_DEVICE_INFO,
   kernelsLoad: () => ({ library: ++handles }),
-  kernelsGetKernel: (_lib: unknown, _device: unknown, _name: unknown, _display: unknown, layout: unknown, _n, out) => {
-    const l = layout as Int32Array;
-    const o = out as Float64Array;
-    let at = 0;
-    for (let i = 0; i < l.length; i += 2) {
-      at = Math.ceil(at / l[i]) * l[i];
-      o[10 + i / 2] = at;
-      at += l[i];
-    }
+  kernelsGetKernel: (_lib, _device, _name, _display, layout, _names, out) => {
     // bytes, paramsChecked, maxThreadsPerBlock, sharedSizeBytes, maxDynamicSharedSizeBytes, const, local, regs, ptx, binary
-    o.set([Math.ceil(at / 8) * 8, 1, 1024, 0, 232448, 0, 0, 16, 90, 90]);
+    standInKernelInfo(layout as Int32Array, out as Float64Array, [0, 1, 1024, 0, 232448, 0, 0, 16, 90, 90]);
     return { kernel: ++handles };
   },
   kernelsLaunch: () => undefined,
