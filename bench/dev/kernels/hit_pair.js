@@ -1,8 +1,8 @@
 // The disk-cache hit after a process's first kernel (bench kernels' "after its first kernel" row), ours
 // and CuPy's, in alternating new processes: the pair protocol for that row, whose per-process times
 // spread over 2x, so seven processes of one and then seven of the other (bench kernels, then
-// cupy_kernels.py) can disagree by 0.2 ms between runs. Each round runs every variant once, the order
-// rotated by one each round, so each follows each other equally often.
+// cupy_kernels.py) can disagree by 0.2 ms between runs. Each round runs every variant once, the rounds
+// taking every order of the variants in turn, so that none is always timed after the same one.
 //
 //   node bench/dev/kernels/hit_pair.js [ROUNDS=30] [OUTFILE]
 //
@@ -70,6 +70,13 @@ for (const spec of (process.env.CK_HIT_VARIANTS ?? '').split(',').filter(Boolean
 }
 const names = Object.keys(variants);
 
+/** Every order of `list`, each once. */
+function permutations(list) {
+  if (list.length <= 1) return [list];
+  return list.flatMap((x, i) => permutations([...list.slice(0, i), ...list.slice(i + 1)]).map((p) => [x, ...p]));
+}
+const orders = permutations(names);
+
 function run(name, filling = false) {
   const cache = path.join(cacheRoot, name);
   const r = variants[name](cache);
@@ -97,8 +104,7 @@ const lines = [`# GPU at start: ${gpu()}`];
 for (const name of names) run(name, true); // fills each cache folder
 const rows = [];
 for (let r = 0; r < rounds; r++) {
-  for (let i = 0; i < names.length; i++) {
-    const name = names[(r + i) % names.length];
+  for (const name of orders[r % orders.length]) {
     const got = run(name);
     rows.push({ round: r, variant: name, first: got.first.us, second: got.second.us });
   }
