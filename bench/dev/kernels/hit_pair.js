@@ -9,7 +9,10 @@
 // Variants: ours (lib/bench/kernels-child.ts, this tree) and cupy (the CHILD of cupy_kernels.py, run
 // with python3), each with a cache folder of its own, filled by a first process whose times are
 // dropped. CK_HIT_VARIANTS adds others, `name=child.ts[:addon.node]` separated by commas (an older
-// tree's copy, for an A/B). Prints the medians; OUTFILE gets every process's times too (JSON lines).
+// tree's copy, for an A/B). CK_HIT_CPUS (a taskset list such as `3` or `2,3`) pins every child to those
+// CPUs: on the GPU hosts a process ran either fast or slow as a whole, its native calls included, and
+// the split may be where it was placed. Prints the medians; OUTFILE gets every process's times too
+// (JSON lines).
 'use strict';
 const { spawnSync, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -36,9 +39,15 @@ const py = fs.readFileSync(path.join(__dirname, 'cupy_kernels.py'), 'utf8');
 const child = /CHILD = r"""([\s\S]*?)"""/.exec(py);
 if (!child) throw new Error('cupy_kernels.py has no CHILD script');
 
+const cpus = process.env.CK_HIT_CPUS;
+if (cpus !== undefined && !/^\d+([-,]\d+)*$/.test(cpus)) throw new RangeError(`CK_HIT_CPUS must be a CPU list such as 3 or 2-3, got ${cpus}`);
+/** spawnSync of `command args`, under taskset when CK_HIT_CPUS is set. */
+const spawnChild = (command, args, options) =>
+  cpus === undefined ? spawnSync(command, args, options) : spawnSync('taskset', ['-c', cpus, command, ...args], options);
+
 function tsChild(file, binary) {
   return (cache) =>
-    spawnSync(
+    spawnChild(
       process.execPath,
       ['-r', path.join(root, 'test/harness/ts-register.js'), file, '0', ...sources],
       {
@@ -56,7 +65,7 @@ function tsChild(file, binary) {
 const variants = {
   ours: tsChild(path.join(root, 'lib/bench/kernels-child.ts')),
   cupy: (cache) =>
-    spawnSync('python3', ['-c', child[1]], {
+    spawnChild('python3', ['-c', child[1]], {
       input: JSON.stringify(sources),
       encoding: 'utf8',
       timeout: 300_000,
@@ -100,7 +109,7 @@ const gpu = () => {
   }
 };
 
-const lines = [`# GPU at start: ${gpu()}`];
+const lines = [`# GPU at start: ${gpu()}`, `# children pinned to CPUs: ${cpus ?? 'no'}`];
 for (const name of names) run(name, true); // fills each cache folder
 const rows = [];
 for (let r = 0; r < rounds; r++) {
