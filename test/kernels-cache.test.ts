@@ -76,7 +76,7 @@ const leftovers = () => fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'));
 describe('the key', () => {
   const keyOf = (req: CompileRequest, o: FakeCompilerOptions = {}, version = '1.0.0') => {
     const { cache, compiler } = makeCache(o, { packageVersion: version });
-    return cache.plan(req, compiler.load()).key;
+    return cache.keyOf(req, compiler.load());
   };
 
   test('sha256 (one-shot where Node has it) equals the createHash digest, for text and bytes', () => {
@@ -175,10 +175,10 @@ describe('the key', () => {
 
   test('a header found nowhere is part of the key; an #include through a macro makes it uncacheable', () => {
     const { cache, compiler } = makeCache();
-    const missing = cache.plan(request({ source: '#include "nowhere.h"\n' + SAXPY }), compiler.load());
-    expect(missing.key).toMatch(/^[0-9a-f]{64}$/);
-    const computed = cache.plan(request({ source: '#define H "x.h"\n#include H\n' + SAXPY }), compiler.load());
-    expect(computed.key).toBeNull();
+    const missing = cache.keyOf(request({ source: '#include "nowhere.h"\n' + SAXPY }), compiler.load());
+    expect(missing).toMatch(/^[0-9a-f]{64}$/);
+    const computed = cache.keyOf(request({ source: '#define H "x.h"\n#include H\n' + SAXPY }), compiler.load());
+    expect(computed).toBeNull();
     // Not cached, but still compiled.
     const r = cache.get(request({ source: '#define H "x.h"\n#include H\n' + SAXPY }));
     expect(r.from).toBe('compiled');

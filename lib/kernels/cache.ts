@@ -110,13 +110,19 @@ export interface KernelCacheInfo {
   stats: KernelCacheStats;
 }
 
-/** What a compilation passes to the compiler: the request with the toolkit's include folders added. */
+/** The compiler's options for `request`: the request's, then the toolkit's include folders. */
+function jobOptions(request: CompileRequest, loc: CompilerLocation): readonly string[] {
+  return loc.includeDirs.length === 0 ? request.options : [...request.options, ...loc.includeDirs.map((d) => `-I${d}`)];
+}
+
+/** Where #include looks for `request`: the user's folders, then the toolkit's. */
+function searchDirs(request: CompileRequest, loc: CompilerLocation): readonly string[] {
+  return loc.includeDirs.length === 0 ? request.includePaths : [...request.includePaths, ...loc.includeDirs];
+}
+
+/** What a compilation passes to the compiler (on a miss; a hit needs only the key). */
 function jobOf(request: CompileRequest, loc: CompilerLocation): CompileJob {
-  return {
-    ...request,
-    options: [...request.options, ...loc.includeDirs.map((d) => `-I${d}`)],
-    searchDirs: [...request.includePaths, ...loc.includeDirs],
-  };
+  return { ...request, options: jobOptions(request, loc), searchDirs: searchDirs(request, loc) };
 }
 
 const NO_HEADERS: ReadonlyMap<string, string> = new Map();
@@ -306,20 +312,14 @@ export class KernelCache {
     return loc.identity === null ? this.#compiler.load() : (loc as CompilerLocation & { identity: string });
   }
 
-  /** The job and its key (null: not cacheable, its includes cannot be known) for `request` under `loc`. */
-  plan(request: CompileRequest, loc: CompilerLocation & { identity: string }): { job: CompileJob; key: string | null } {
-    return { job: jobOf(request, loc), key: this.keyOf(request, loc) };
-  }
-
   /**
-   * The key of `request` under `loc`, or null when it is not cacheable (an #include through a macro).
-   * What {@link plan} gives, without the job a hit does not need.
+   * The key of `request` under `loc`, or null when it is not cacheable (an #include through a macro,
+   * whose target cannot be known).
    */
   keyOf(request: CompileRequest, loc: CompilerLocation & { identity: string }): string | null {
-    const dirs = loc.includeDirs;
     const includes: IncludeSet = resolveIncludes(request.source, {
       headers: request.headers.length === 0 ? NO_HEADERS : new Map(request.headers),
-      searchDirs: dirs.length === 0 ? request.includePaths : [...request.includePaths, ...dirs],
+      searchDirs: searchDirs(request, loc),
     });
     if (includes.computed) return null;
     const material = JSON.stringify([
@@ -328,8 +328,7 @@ export class KernelCache {
       loc.identity,
       request.deviceArch,
       request.name,
-      // The job's options: the request's, then the toolkit's folders (jobOf).
-      dirs.length === 0 ? request.options : [...request.options, ...dirs.map((d) => `-I${d}`)],
+      jobOptions(request, loc),
       request.nameExpressions,
       request.headers.map(([n, s]) => [n, sha256(s)]),
       includes.entries,
