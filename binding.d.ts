@@ -577,12 +577,17 @@ export interface NativeBinding {
   /** Loads a cubin (or NUL-terminated PTX) with cudaLibraryLoadData. */
   kernelsLoad(device: number, code: Uint8Array, ptx: boolean): LibraryHandle;
   /**
-   * The kernel cache entry at `path` when it is a whole, undamaged entry for `key` (magic, lengths, key,
-   * CRC-64: native/nvrtc/entry.h); false when the file is there but is not; null when it cannot be read
-   * whole. With `touchAfterMs`, an entry last modified longer ago than that is given the current time
-   * (best effort).
+   * The parts of the kernel cache entry at `path` when it is a whole, undamaged entry for `key` (magic,
+   * lengths, key, CRC-64: native/nvrtc/entry.h): its code (a Buffer of its own), its metadata (JSON
+   * text), whether the code is a cubin, and the architecture; false when the file is there but is not
+   * such an entry; null when it cannot be read whole. With `touchAfterMs`, an entry last modified longer
+   * ago than that is given the current time (best effort).
    */
-  kernelsReadEntry(path: string, key: string, touchAfterMs?: number): Buffer | false | null;
+  kernelsReadEntry(
+    path: string,
+    key: string,
+    touchAfterMs?: number,
+  ): [code: Buffer, meta: string, cubin: boolean, arch: number] | false | null;
   /**
    * The kernel `name` of `library` on `device`; `layout` holds [size, kind] per parameter (kind 0
    * scalar, 1 pointer read, 2 pointer written). Refuses a layout the compiled kernel contradicts.

@@ -10,9 +10,12 @@ import * as path from 'node:path';
 import {
   type CompileRequest,
   decodeEntry,
+  decodeParts,
   defaultCacheDir,
   defaultCacheMaxBytes,
   encodeEntry,
+  type EntryReader,
+  entryParts,
   KernelCache,
 } from '../lib/kernels/cache';
 import { crc64 } from '../lib/kernels/checksum';
@@ -56,7 +59,7 @@ function makeCache(
     maxBytes: number;
     packageVersion: string;
     dir: string;
-    readEntry: (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
+    readEntry: EntryReader;
   }> = {},
 ) {
   const compiler = fakeCompiler(o);
@@ -346,7 +349,7 @@ describe('entries', () => {
     expect(decodeEntry(Buffer.from('not an entry at all, but long enough to have a header and a sum'), key)).toBeNull();
   });
 
-  test('checked (the reader checked it) still refuses lengths that do not add up to the buffer, never reading past it', () => {
+  test('lengths that do not add up to the buffer are refused, never read past it', () => {
     // A small Buffer copy lives in Node's shared pool: a code view past its end would show other data.
     for (const [metaDelta, codeDelta] of [
       [0, 1],
@@ -358,9 +361,29 @@ describe('entries', () => {
       const bad = Buffer.from(encodeEntry(key, code));
       bad.writeUInt32LE((bad.readUInt32LE(8) + metaDelta) >>> 0, 8);
       bad.writeUInt32LE((bad.readUInt32LE(12) + codeDelta) >>> 0, 12);
-      expect([metaDelta, codeDelta, decodeEntry(bad, key, true)]).toEqual([metaDelta, codeDelta, null]);
+      expect([metaDelta, codeDelta, entryParts(bad, key)]).toEqual([metaDelta, codeDelta, null]);
     }
-    expect(decodeEntry(encodeEntry(key, code), key, true)?.code).toEqual(new Uint8Array([1, 2, 3, 4, 5]));
+  });
+
+  test('metadata that is not what encodeEntry writes is refused after the checks passed', () => {
+    const parts = (meta: string) => [new Uint8Array([1]), meta, true, 90] as const;
+    expect(decodeParts(parts('{"lowered":{},"log":"","note":"","info":null}'))).toEqual({
+      code: new Uint8Array([1]),
+      cubin: true,
+      arch: 90,
+      lowered: {},
+      log: '',
+      note: '',
+    });
+    for (const bad of [
+      '',
+      '{',
+      'null',
+      '[]',
+      '{"lowered":{},"log":1,"note":""}',
+      '{"lowered":null,"log":"","note":""}',
+    ])
+      expect([bad, decodeParts(parts(bad))]).toEqual([bad, null]);
   });
 
   test('CRC-64/XZ: the standard check value, and the native check agrees on entries of every length up to 300 bytes of code', () => {
@@ -371,13 +394,14 @@ describe('entries', () => {
       const e = encodeEntry(key, { ...code, code: Uint8Array.from({ length: n }, (_, i) => (i * 131 + n) & 255) });
       fs.writeFileSync(f, e);
       const r = native.kernelsReadEntry(f, key);
-      expect(r && Buffer.from(r).equals(e)).toBe(true);
+      const js = entryParts(e, key);
+      expect(r && js && [Buffer.from(r[0]).equals(Buffer.from(js[0])), ...r.slice(1)]).toEqual([true, ...js!.slice(1)]);
     }
   });
 
   // The package reads entries with the addon's kernelsReadEntry (checked natively); the default is
   // fs.readFileSync, checked by decodeEntry; getAsync reads with fs.promises and decodeEntry.
-  type Reader = (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
+  type Reader = EntryReader;
   type Get = (cache: KernelCache, req: CompileRequest) => Promise<{ from: string; code: { code: Uint8Array } }>;
   const sync: Get = (cache, req) => Promise.resolve(cache.get(req));
   const readers: [string, Reader | undefined, Get][] = [
@@ -482,8 +506,8 @@ describe('entries', () => {
     const f = path.join(dir, 'e.ckbin');
     fs.writeFileSync(f, encodeEntry(key, big));
     const r = native.kernelsReadEntry(f, key);
-    expect(r && Buffer.from(r).equals(encodeEntry(key, big))).toBe(true);
-    expect(r && decodeEntry(r, key, true)?.code).toEqual(big.code);
+    expect(r && decodeParts(r)).toEqual(decodeEntry(encodeEntry(key, big), key));
+    expect(r && Buffer.from(r[0]).equals(Buffer.from(big.code))).toBe(true);
     fs.writeFileSync(f, '');
     expect(native.kernelsReadEntry(f, key)).toBe(false);
     expect(native.kernelsReadEntry(path.join(dir, 'missing.bin'), key)).toBeNull();

@@ -174,28 +174,38 @@ export function encodeEntry(key: string, c: CompiledCode): Buffer {
 }
 
 /**
- * The entry for `key` in `data`, or null when it is not one (wrong magic, length, key or checksum).
- * `checked`: the reader has checked all of that already (kernelsReadEntry, native/nvrtc/entry.cc), so
- * only the metadata is parsed here.
+ * An entry's parts, once its magic, lengths, key and checksum have passed: the code, the metadata (JSON
+ * text), whether the code is a cubin, and the architecture it was compiled for. The addon's reader
+ * (kernelsReadEntry, native/nvrtc/entry.cc) returns them as they are; {@link entryParts} takes them
+ * out of an entry's bytes in JavaScript.
  */
-export function decodeEntry(data: Uint8Array, key: string, checked = false): CompiledCode | null {
-  // Ranges of the one buffer rather than subarrays of it: a disk hit runs this once or twice per process,
-  // interpreted, where every temporary object shows in its time.
+export type EntryParts = readonly [code: Uint8Array, meta: string, cubin: boolean, arch: number];
+
+/** The parts of the entry for `key` in `data`, or null when it is not one (wrong magic, length, key or checksum). */
+export function entryParts(data: Uint8Array, key: string): EntryParts | null {
   const n = data.byteLength;
   if (n < HEAD + SUM) return null;
   const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, n);
   const metaLength = buf.readUInt32LE(8);
   const codeLength = buf.readUInt32LE(12);
-  // Even when checked: the views below trust these lengths, and a Buffer may share its memory with others.
   if (HEAD + metaLength + codeLength + SUM !== n) return null;
-  if (!checked) {
-    for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return null;
-    if (buf.toString('latin1', KEY_AT, HEAD) !== key) return null;
-    if (!crc64(buf.subarray(0, n - SUM)).equals(buf.subarray(n - SUM))) return null;
-  }
+  for (let i = 0; i < MAGIC.length; i++) if (buf[i] !== MAGIC[i]) return null;
+  if (buf.toString('latin1', KEY_AT, HEAD) !== key) return null;
+  if (!crc64(buf.subarray(0, n - SUM)).equals(buf.subarray(n - SUM))) return null;
+  return [
+    // A view, not a copy: the entry's buffer is read for this entry alone and kept only through it.
+    new Uint8Array(buf.buffer, buf.byteOffset + HEAD + metaLength, codeLength),
+    buf.toString('utf8', HEAD, HEAD + metaLength),
+    (buf.readUInt32LE(16) & 1) === 1,
+    buf.readUInt32LE(20),
+  ];
+}
+
+/** The compiled code of an entry's parts, or null when its metadata is not what {@link encodeEntry} writes. */
+export function decodeParts(parts: EntryParts): CompiledCode | null {
   let meta: Record<string, unknown>;
   try {
-    meta = JSON.parse(buf.toString('utf8', HEAD, HEAD + metaLength)) as Record<string, unknown>;
+    meta = JSON.parse(parts[1]) as Record<string, unknown>;
   } catch {
     return null;
   }
@@ -208,17 +218,22 @@ export function decodeEntry(data: Uint8Array, key: string, checked = false): Com
     meta.lowered === null
   )
     return null;
-  // A view, not a copy: the entry's buffer is read for this entry alone and kept only through it.
-  const code = new Uint8Array(buf.buffer, buf.byteOffset + HEAD + metaLength, codeLength);
-  return {
-    code,
-    cubin: (buf.readUInt32LE(16) & 1) === 1,
-    arch: buf.readUInt32LE(20),
+  const c: CompiledCode = {
+    code: parts[0],
+    cubin: parts[2],
+    arch: parts[3],
     lowered: meta.lowered as Record<string, string>,
     log: meta.log,
     note: meta.note,
-    ...(meta.info === null || meta.info === undefined ? {} : { info: meta.info }),
   };
+  if (meta.info !== null && meta.info !== undefined) c.info = meta.info;
+  return c;
+}
+
+/** The entry for `key` in `data` (every check made here, in JavaScript), or null when it is not one. */
+export function decodeEntry(data: Uint8Array, key: string): CompiledCode | null {
+  const parts = entryParts(data, key);
+  return parts === null ? null : decodeParts(parts);
 }
 
 /** Options of a {@link KernelCache}. */
@@ -233,13 +248,16 @@ export interface KernelCacheOptions {
   /**
    * Reads and checks an entry in one call, and gives the file the current time when it was last
    * modified more than `touchAfterMs` ago (best effort: the size bound evicts the least recently used
-   * entries first): its bytes when the file is a whole, undamaged entry for `key` (as decodeEntry
+   * entries first): its parts when the file is a whole, undamaged entry for `key` (as entryParts
    * checks it: magic, lengths, key, checksum), false when the file is there but is not one, null when
    * it cannot be read. The package passes its native reader (kernelsReadEntry), which a disk hit's time
-   * budget favours (lib/kernels/module.ts). Default: fs.readFileSync, fs.utimesSync and decodeEntry.
+   * budget favours (lib/kernels/module.ts). Default: fs.readFileSync, fs.utimesSync and entryParts.
    */
-  readEntry?: (file: string, key: string, touchAfterMs: number) => Uint8Array | false | null;
+  readEntry?: EntryReader;
 }
+
+/** A reader of entries (KernelCacheOptions.readEntry). */
+export type EntryReader = (file: string, key: string, touchAfterMs: number) => EntryParts | false | null;
 
 /** The default reader's read (KernelCacheOptions.readEntry): the check is decodeEntry's, then the touch. */
 function readWhole(file: string): Uint8Array | null {
@@ -282,7 +300,7 @@ export class KernelCache {
   };
   readonly #compiler: Compiler;
   readonly #version: string;
-  readonly #readEntry: ((file: string, key: string, touchAfterMs: number) => Uint8Array | false | null) | null;
+  readonly #readEntry: EntryReader | null;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
   /**
@@ -434,9 +452,9 @@ export class KernelCache {
     const file = this.entryPath(key);
     let code: CompiledCode | null;
     if (this.#readEntry !== null) {
-      const data = this.#readEntry(file, key, TOUCH_AFTER_MS);
-      if (data === null) return null;
-      code = this.#accept(key, data === false ? null : decodeEntry(data, key, true), file);
+      const parts = this.#readEntry(file, key, TOUCH_AFTER_MS);
+      if (parts === null) return null;
+      code = this.#accept(key, parts === false ? null : decodeParts(parts), file);
     } else {
       const data = readWhole(file);
       if (data === null) return null;

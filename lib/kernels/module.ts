@@ -61,7 +61,7 @@ export function kernelCache(): KernelCache {
       maxBytes: defaultCacheMaxBytes(),
       packageVersion: packageVersion(),
       // A hit's read, check and entry time in one native call instead of fs's and crypto's JavaScript.
-      readEntry: (file, key, touchAfterMs) => native.kernelsReadEntry(file, key, touchAfterMs),
+      readEntry: native.kernelsReadEntry,
     });
   return theCache;
 }

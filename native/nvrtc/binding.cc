@@ -247,14 +247,16 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
   });
 }
 
-// kernelsReadEntry(path, key, touchAfterMs?) -> Buffer of the kernel cache entry at `path` when it is a
-// whole, undamaged entry for `key` (nvrtc/entry.h: magic, lengths, key, CRC-64); false when the file is
-// there but is not; null when it cannot be read whole (missing, not a regular file, an I/O error,
-// shorter than its size said). A disk hit's read and check in one call: in JavaScript, readFileSync
-// and a SHA-256 of the entry ran interpreted on a process's first hits (~100 µs of the 0.5 ms a hit
-// may take). With touchAfterMs, a file last modified longer ago than that gets the current time
-// (futimens on the open file: one system call, and none for a recent file), so that the cache's size
-// bound, which evicts the oldest first, sees it used; best effort, as a read-only folder refuses it.
+// kernelsReadEntry(path, key, touchAfterMs?) -> [code: Buffer, meta: string, cubin: boolean, arch: number]
+// of the kernel cache entry at `path` when it is a whole, undamaged entry for `key` (nvrtc/entry.h: magic,
+// lengths, key, CRC-64); false when the file is there but is not; null when it cannot be read whole
+// (missing, not a regular file, an I/O error, shorter than its size said). A disk hit's read, check and
+// split in one call: in JavaScript, readFileSync and a SHA-256 of the entry ran interpreted on a
+// process's first hits (~100 µs of the 0.5 ms a hit may take), and so did taking the header's fields,
+// the metadata's text and the code's view out of a Buffer (~20 µs on the development machine). With
+// touchAfterMs, a file last modified longer ago than that gets the current time (futimens on the open
+// file: one system call, and none for a recent file), so that the cache's size bound, which evicts the
+// oldest first, sees it used; best effort, as a read-only folder refuses it.
 Napi::Value kernelsReadEntry(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
@@ -281,17 +283,18 @@ Napi::Value kernelsReadEntry(const Napi::CallbackInfo& info) {
   constexpr off_t kMax = off_t{1} << 31;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax) return env.Null();
   const size_t size = static_cast<size_t>(st.st_size);
-  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
+  // Read into memory of our own: only the code goes to JavaScript, as a Buffer of its own.
+  std::unique_ptr<uint8_t[]> data(new uint8_t[size == 0 ? 1 : size]);
   size_t got = 0;
   while (got < size) {
-    const ssize_t r = ::read(fd, out.Data() + got, size - got);
+    const ssize_t r = ::read(fd, data.get() + got, size - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
     got += static_cast<size_t>(r);
   }
   if (got != size) return env.Null();
   nvrtc::EntryLayout layout;
-  if (!nvrtc::checkEntry(out.Data(), size, key, &layout)) return Napi::Boolean::New(env, false);
+  if (!nvrtc::checkEntry(data.get(), size, key, &layout)) return Napi::Boolean::New(env, false);
   if (touchAfterMs >= 0) {
     struct timespec now;
     if (::clock_gettime(CLOCK_REALTIME, &now) == 0) {
@@ -300,7 +303,13 @@ Napi::Value kernelsReadEntry(const Napi::CallbackInfo& info) {
       if (ageMs > touchAfterMs) (void)::futimens(fd, nullptr);
     }
   }
-  return out;
+  Napi::Array parts = Napi::Array::New(env, 4);
+  parts.Set(0u, Napi::Buffer<uint8_t>::Copy(env, data.get() + layout.codeOffset, layout.codeLength));
+  parts.Set(1u, Napi::String::New(env, reinterpret_cast<const char*>(data.get() + layout.metaOffset),
+                                  layout.metaLength));
+  parts.Set(2u, Napi::Boolean::New(env, layout.cubin));
+  parts.Set(3u, Napi::Number::New(env, layout.arch));
+  return parts;
 }
 
 std::string sizesText(const std::vector<size_t>& sizes) {

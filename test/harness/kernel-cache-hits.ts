@@ -12,7 +12,7 @@ const cache = new KernelCache({
   dir,
   maxBytes: Number(maxBytes),
   packageVersion: '1.0.0',
-  readEntry: (file, key, touchAfterMs) => native.kernelsReadEntry(file, key, touchAfterMs),
+  readEntry: native.kernelsReadEntry,
 });
 const from = requests.map((r) => cache.get(JSON.parse(r) as CompileRequest).from);
 process.stdout.write(JSON.stringify(from) + '\n');

@@ -6,10 +6,12 @@
 //
 //   node bench/dev/kernels/hit_pair.js [ROUNDS=30] [OUTFILE]
 //
-// Variants: ours (lib/bench/kernels-child.ts, this tree) and cupy (the CHILD of cupy_kernels.py, run
-// with python3), each with a cache folder of its own, filled by a first process whose times are
-// dropped. CK_HIT_VARIANTS adds others, `name=child.ts[:addon.node]` separated by commas (an older
-// tree's copy, for an A/B). CK_HIT_CPUS (a taskset list such as `3` or `2,3`) pins every child to those
+// Variants: ours (lib/bench/kernels-child.ts, this tree, transpiled on load by test/harness/ts-register.js),
+// ours-js (dist/bench/kernels-child.js, the compiled JavaScript a user runs and `bench kernels` times;
+// only when dist/ is built) and cupy (the CHILD of cupy_kernels.py, run with python3), each with a cache
+// folder of its own, filled by a first process whose times are dropped. CK_HIT_VARIANTS adds others,
+// `name=child.ts[:addon.node]` or `name=child.js[:addon.node]` separated by commas (an older tree's
+// copy, for an A/B); CK_HIT_ONLY keeps only the variants it names (commas). CK_HIT_CPUS (a taskset list such as `3` or `2,3`) pins every child to those
 // CPUs: on the GPU hosts a process ran either fast or slow as a whole, its native calls included, and
 // the split may be where it was placed. Prints the medians; OUTFILE gets every process's times too
 // (JSON lines).
@@ -45,11 +47,13 @@ if (cpus !== undefined && !/^\d+([-,]\d+)*$/.test(cpus)) throw new RangeError(`C
 const spawnChild = (command, args, options) =>
   cpus === undefined ? spawnSync(command, args, options) : spawnSync('taskset', ['-c', cpus, command, ...args], options);
 
-function tsChild(file, binary) {
+/** A Node.js child: a .ts file through ts-register, a .js file as it is. */
+function nodeChild(file, binary) {
+  const register = file.endsWith('.ts') ? ['-r', path.join(root, 'test/harness/ts-register.js')] : [];
   return (cache) =>
     spawnChild(
       process.execPath,
-      ['-r', path.join(root, 'test/harness/ts-register.js'), file, '0', ...sources],
+      [...register, file, '0', ...sources],
       {
         encoding: 'utf8',
         timeout: 120_000,
@@ -62,8 +66,10 @@ function tsChild(file, binary) {
     );
 }
 
+const compiledChild = path.join(root, 'dist/bench/kernels-child.js');
 const variants = {
-  ours: tsChild(path.join(root, 'lib/bench/kernels-child.ts')),
+  ours: nodeChild(path.join(root, 'lib/bench/kernels-child.ts')),
+  ...(fs.existsSync(compiledChild) ? { 'ours-js': nodeChild(compiledChild) } : {}),
   cupy: (cache) =>
     spawnChild('python3', ['-c', child[1]], {
       input: JSON.stringify(sources),
@@ -75,9 +81,12 @@ const variants = {
 for (const spec of (process.env.CK_HIT_VARIANTS ?? '').split(',').filter(Boolean)) {
   const [name, rest] = spec.split('=');
   const [file, binary] = rest.split(':');
-  variants[name] = tsChild(path.resolve(root, file), binary);
+  variants[name] = nodeChild(path.resolve(root, file), binary);
 }
-const names = Object.keys(variants);
+const only = process.env.CK_HIT_ONLY?.split(',').filter(Boolean);
+for (const name of only ?? []) if (!(name in variants)) throw new RangeError(`CK_HIT_ONLY names ${name}, which is not a variant (${Object.keys(variants).join(', ')})`);
+const names = Object.keys(variants).filter((n) => only === undefined || only.includes(n));
+if (!names.includes('cupy')) throw new RangeError('the variants must include cupy: every ratio is to it');
 
 /** Every order of `list`, each once. */
 function permutations(list) {
