@@ -469,6 +469,36 @@ describe('entries', () => {
     });
   });
 
+  test('a reader that returns the whole entry (the older kernelsReadEntry, as an older addon would) is refused, and leaves the entry on disk', () => {
+    const first = makeCache().cache.get(request());
+    const file = path.join(dir, `${first.key}.ckbin`);
+    const bytes = fs.readFileSync(file);
+    for (const stale of [(f: string) => fs.readFileSync(f), () => undefined, () => ({})]) {
+      const { cache, compiler } = makeCache({}, { readEntry: stale as never });
+      expect(() => cache.get(request())).toThrow(
+        /^readEntry's result must be \[code, meta, cubin, arch\], false or null, got /,
+      );
+      expect([compiler.compiles, cache.stats.corrupt]).toEqual([0, 0]);
+      // Not taken for a damaged entry and removed: another process may read it with the right reader.
+      expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    }
+  });
+
+  test('the native reader, the default reader and getAsync give equal compiled code for one entry, and the native code is memory of its own', async () => {
+    const written = makeCache({}).cache.get(request({ describe: () => ({ é: '🚀' }) }));
+    const sync = makeCache({}, { readEntry: native.kernelsReadEntry }).cache.get(request());
+    const plain = makeCache().cache.get(request());
+    const viaAsync = await makeCache().cache.getAsync(request());
+    expect([sync.from, plain.from, viaAsync.from]).toEqual(['disk', 'disk', 'disk']);
+    expect(sync.code).toEqual(plain.code);
+    expect(viaAsync.code).toEqual(plain.code);
+    expect(plain.code.info).toEqual({ é: '🚀' });
+    expect(Buffer.from(sync.code.code).equals(Buffer.from(written.code.code))).toBe(true);
+    const again = native.kernelsReadEntry(path.join(dir, `${sync.key}.ckbin`), sync.key!);
+    expect(again && again[0].buffer).not.toBe(sync.code.code.buffer);
+    expect(again && [again[0].byteOffset, again[0].buffer.byteLength]).toEqual([0, again && again[0].byteLength]);
+  });
+
   test('kernelsReadEntry decodes the metadata as JavaScript does, invalid UTF-8 included, and takes empty metadata or code', () => {
     const f = path.join(dir, 'e.ckbin');
     const raw = (meta: Buffer, body: Buffer) => {
