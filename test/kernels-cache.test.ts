@@ -21,7 +21,7 @@ import {
 import { crc64 } from '../lib/kernels/checksum';
 import { CompileError } from '../lib/kernels/compile-error';
 import { sha256 } from '../lib/kernels/includes';
-import { native } from '../lib/native';
+import { binaryInfo, native } from '../lib/native';
 import { fakeCode, fakeCompiler, type FakeCompilerOptions } from './helpers/fake-compiler';
 
 const root = path.join(__dirname, '..');
@@ -469,6 +469,68 @@ describe('entries', () => {
     });
   });
 
+  test('a reader that returns the whole entry (the older kernelsReadEntry, as an older addon would) is refused, and leaves the entry on disk', () => {
+    const first = makeCache().cache.get(request());
+    const file = path.join(dir, `${first.key}.ckbin`);
+    const bytes = fs.readFileSync(file);
+    for (const stale of [(f: string) => fs.readFileSync(f), () => undefined, () => ({})]) {
+      const { cache, compiler } = makeCache({}, { readEntry: stale as never });
+      expect(() => cache.get(request())).toThrow(
+        /^readEntry's result must be \[code, meta, cubin, arch\], false or null, got /,
+      );
+      expect([compiler.compiles, cache.stats.corrupt]).toEqual([0, 0]);
+      // Not taken for a damaged entry and removed: another process may read it with the right reader.
+      expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    }
+  });
+
+  test('the native reader, the default reader and getAsync give equal compiled code for one entry, and the native code is memory of its own', async () => {
+    const written = makeCache({}).cache.get(request({ describe: () => ({ é: '🚀' }) }));
+    const sync = makeCache({}, { readEntry: native.kernelsReadEntry }).cache.get(request());
+    const plain = makeCache().cache.get(request());
+    const viaAsync = await makeCache().cache.getAsync(request());
+    expect([sync.from, plain.from, viaAsync.from]).toEqual(['disk', 'disk', 'disk']);
+    expect(sync.code).toEqual(plain.code);
+    expect(viaAsync.code).toEqual(plain.code);
+    expect(plain.code.info).toEqual({ é: '🚀' });
+    expect(Buffer.from(sync.code.code).equals(Buffer.from(written.code.code))).toBe(true);
+    const again = native.kernelsReadEntry(path.join(dir, `${sync.key}.ckbin`), sync.key!);
+    expect(again && again[0].buffer).not.toBe(sync.code.code.buffer);
+    expect(again && [again[0].byteOffset, again[0].buffer.byteLength]).toEqual([0, again && again[0].byteLength]);
+  });
+
+  test('kernelsReadEntry decodes the metadata as JavaScript does, invalid UTF-8 included, and takes empty metadata or code', () => {
+    const f = path.join(dir, 'e.ckbin');
+    const raw = (meta: Buffer, body: Buffer) => {
+      const head = Buffer.alloc(88);
+      head.write('CKKERNL2', 0, 'latin1');
+      head.writeUInt32LE(meta.length, 8);
+      head.writeUInt32LE(body.length, 12);
+      head.writeUInt32LE(1, 16);
+      head.writeUInt32LE(90, 20);
+      head.write(key, 24, 'latin1');
+      const e = Buffer.concat([head, meta, body]);
+      return Buffer.concat([e, crc64(e)]);
+    };
+    // Text as encodeEntry writes it, and bytes it never writes (cut, overlong, surrogate, beyond U+10FFFF).
+    const bad = ['ff', 'c3', 'e282', 'eda080', 'c0af', 'f4908080', 'f09f98', '80bf', 'efbbbf'];
+    const metas = [
+      ...['', '{"log":"é 😀 \\u0000"}', '\u0000'].map((m) => Buffer.from(m)),
+      ...bad.map((h) => Buffer.concat([Buffer.from('{"log":"'), Buffer.from(h, 'hex'), Buffer.from('"}')])),
+    ];
+    for (const meta of metas)
+      for (const body of [Buffer.alloc(0), Buffer.from([0, 1, 2])]) {
+        const e = raw(meta, body);
+        fs.writeFileSync(f, e);
+        const r = native.kernelsReadEntry(f, key);
+        const js = entryParts(e, key);
+        expect([meta.toString('hex'), r && [[...r[0]], ...r.slice(1)]]).toEqual([
+          meta.toString('hex'),
+          js && [[...js[0]], ...js.slice(1)],
+        ]);
+      }
+  });
+
   test('kernelsReadEntry refuses any single flipped byte, any truncation, a byte more, and another key', () => {
     const good = encodeEntry(key, code);
     const f = path.join(dir, 'e.ckbin');
@@ -520,6 +582,37 @@ describe('entries', () => {
     if (spawnSync('mkfifo', [fifo]).status === 0) expect(native.kernelsReadEntry(fifo, key)).toBeNull();
     expect(() => native.kernelsReadEntry(42 as never, key)).toThrow(/path must be a string/);
     expect(() => native.kernelsReadEntry(f, 42 as never)).toThrow(/key must be a string/);
+  });
+
+  test('kernelsReadEntry: no memory for an entry’s bytes is null (cannot be read), not an abort of the process', () => {
+    // A sparse 2 GiB file whose header's lengths add up to its size, read by a process whose address
+    // space has 1 GiB to spare: the allocation fails (before the fix, std::bad_alloc aborted Node).
+    const f = path.join(dir, 'huge.ckbin');
+    const head = Buffer.alloc(88);
+    head.write('CKKERNL2', 0, 'latin1');
+    head.writeUInt32LE(2 ** 31 - 96 - 1000, 8);
+    head.writeUInt32LE(1000, 12);
+    head.write(key, 24, 'latin1');
+    const fd = fs.openSync(f, 'w');
+    fs.writeSync(fd, head);
+    fs.ftruncateSync(fd, 2 ** 31);
+    fs.closeSync(fd);
+    const script = `const b = require(${JSON.stringify(binaryInfo.file)});
+      const vm = Number(/VmSize:\\s*(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]);
+      if (process.argv[1] === 'size') process.stdout.write(String(vm));
+      else process.stdout.write(JSON.stringify(b.kernelsReadEntry(${JSON.stringify(f)}, ${JSON.stringify(key)})));`;
+    const size = spawnSync(process.execPath, ['-e', script, 'size'], { encoding: 'utf8' });
+    expect(size.status).toBe(0);
+    const limitKb = Number(size.stdout) + 1024 * 1024;
+    const r = spawnSync('sh', ['-c', `ulimit -v ${limitKb} && exec "$0" -e "$1" read`, process.execPath, script], {
+      encoding: 'utf8',
+    });
+    expect({ status: r.status, signal: r.signal, out: r.stdout, err: r.stderr }).toEqual({
+      status: 0,
+      signal: null,
+      out: 'null',
+      err: '',
+    });
   });
 
   test('kernelsReadEntry with touchAfterMs gives an entry older than that the current time, and leaves a newer one or a bad one', () => {

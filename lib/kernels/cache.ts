@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { typeError } from '../errors';
 import { crc64 } from './checksum';
 import { type IncludeSet, resolveIncludes, sha256 } from './includes';
 
@@ -454,6 +455,10 @@ export class KernelCache {
     if (this.#readEntry !== null) {
       const parts = this.#readEntry(file, key, TOUCH_AFTER_MS);
       if (parts === null) return null;
+      // An older addon's reader (CUDA_KERNELS_BINARY, a stale build) gives the entry's bytes: taken as
+      // parts, every good entry in the shared folder would be counted damaged and removed.
+      if (parts !== false && !Array.isArray(parts))
+        throw typeError("readEntry's result", '[code, meta, cubin, arch], false or null', parts);
       code = this.#accept(key, parts === false ? null : decodeParts(parts), file);
     } else {
       const data = readWhole(file);

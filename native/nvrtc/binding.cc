@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -250,9 +251,9 @@ Napi::Value kernelsLoad(const Napi::CallbackInfo& info) {
 // kernelsReadEntry(path, key, touchAfterMs?) -> [code: Buffer, meta: string, cubin: boolean, arch: number]
 // of the kernel cache entry at `path` when it is a whole, undamaged entry for `key` (nvrtc/entry.h: magic,
 // lengths, key, CRC-64); false when the file is there but is not; null when it cannot be read whole
-// (missing, not a regular file, an I/O error, shorter than its size said). A disk hit's read, check and
-// split in one call: in JavaScript, readFileSync and a SHA-256 of the entry ran interpreted on a
-// process's first hits (~100 µs of the 0.5 ms a hit may take), and so did taking the header's fields,
+// (missing, not a regular file, an I/O error, shorter than its size said, no memory for it). A disk hit's
+// read, check and split in one call: in JavaScript, readFileSync and a SHA-256 of the entry ran interpreted
+// on a process's first hits (~100 µs of the 0.5 ms a hit may take), and so did taking the header's fields,
 // the metadata's text and the code's view out of a Buffer (~20 µs on the development machine). With
 // touchAfterMs, a file last modified longer ago than that gets the current time (futimens on the open
 // file: one system call, and none for a recent file), so that the cache's size bound, which evicts the
@@ -283,8 +284,11 @@ Napi::Value kernelsReadEntry(const Napi::CallbackInfo& info) {
   constexpr off_t kMax = off_t{1} << 31;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax) return env.Null();
   const size_t size = static_cast<size_t>(st.st_size);
-  // Read into memory of our own: only the code goes to JavaScript, as a Buffer of its own.
-  std::unique_ptr<uint8_t[]> data(new uint8_t[size == 0 ? 1 : size]);
+  // Read into memory of our own: only the code goes to JavaScript, as a Buffer of its own. No memory
+  // for it is "cannot be read" (the cache compiles instead): a std::bad_alloc escaping to N-API would
+  // abort the process, as node-addon-api only turns Napi::Error into a JavaScript exception.
+  std::unique_ptr<uint8_t[]> data(new (std::nothrow) uint8_t[size == 0 ? 1 : size]);
+  if (!data) return env.Null();
   size_t got = 0;
   while (got < size) {
     const ssize_t r = ::read(fd, data.get() + got, size - got);

@@ -1,7 +1,7 @@
 // The kernel cache's entry format, checked natively so that a disk hit reads and checks its entry in one
 // call (binding.cc, kernelsReadEntry): a SHA-256 of the entry in JavaScript cost ~35 µs of a process's
 // second hit on an H100 host. lib/kernels/cache.ts writes entries and checks them the same way in
-// JavaScript (encodeEntry, decodeEntry, lib/kernels/checksum.ts); the two must agree byte for byte.
+// JavaScript (encodeEntry, entryParts, lib/kernels/checksum.ts); the two must agree byte for byte.
 //
 //   offset  size  what
 //        0     8  magic "CKKERNL2"

@@ -35,7 +35,6 @@ extern "C" __global__ void saxpy(int n, float a, const float* __restrict__ x, fl
 }
 `;
 const sources = [source('first'), source('second')];
-const cacheRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-hit-pair-'));
 
 const py = fs.readFileSync(path.join(__dirname, 'cupy_kernels.py'), 'utf8');
 const child = /CHILD = r"""([\s\S]*?)"""/.exec(py);
@@ -79,11 +78,14 @@ const variants = {
     }),
 };
 for (const spec of (process.env.CK_HIT_VARIANTS ?? '').split(',').filter(Boolean)) {
-  const [name, rest] = spec.split('=');
-  const [file, binary] = rest.split(':');
-  variants[name] = nodeChild(path.resolve(root, file), binary);
+  const m = /^([^=:]+)=([^:]+)(?::(.+))?$/.exec(spec);
+  if (!m) throw new RangeError(`CK_HIT_VARIANTS takes name=child.ts[:addon.node] or name=child.js[:addon.node], got ${spec}`);
+  // A variant named like one already there would replace it: cupy, the baseline of every ratio, included.
+  if (m[1] in variants) throw new RangeError(`CK_HIT_VARIANTS names ${m[1]}, which is already a variant (${Object.keys(variants).join(', ')})`);
+  variants[m[1]] = nodeChild(path.resolve(root, m[2]), m[3]);
 }
-const only = process.env.CK_HIT_ONLY?.split(',').filter(Boolean);
+// Empty, as unset (CK_HIT_ONLY= on a command line).
+const only = process.env.CK_HIT_ONLY ? process.env.CK_HIT_ONLY.split(',').filter(Boolean) : undefined;
 for (const name of only ?? []) if (!(name in variants)) throw new RangeError(`CK_HIT_ONLY names ${name}, which is not a variant (${Object.keys(variants).join(', ')})`);
 const names = Object.keys(variants).filter((n) => only === undefined || only.includes(n));
 if (!names.includes('cupy')) throw new RangeError('the variants must include cupy: every ratio is to it');
@@ -94,6 +96,8 @@ function permutations(list) {
   return list.flatMap((x, i) => permutations([...list.slice(0, i), ...list.slice(i + 1)]).map((p) => [x, ...p]));
 }
 const orders = permutations(names);
+// Made once every setting has passed: a refused one leaves no folder behind.
+const cacheRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-hit-pair-'));
 
 function run(name, filling = false) {
   const cache = path.join(cacheRoot, name);
