@@ -260,25 +260,30 @@ export interface KernelCacheOptions {
 /** A reader of entries (KernelCacheOptions.readEntry). */
 export type EntryReader = (file: string, key: string, touchAfterMs: number) => EntryParts | false | null;
 
-/** The default reader's read (KernelCacheOptions.readEntry): the check is decodeEntry's, then the touch. */
-function readWhole(file: string): Uint8Array | null {
+/**
+ * The default reader (KernelCacheOptions.readEntry): fs.readFileSync, entryParts's checks, then the
+ * touch. Null when the file cannot be read, false when it is not a whole entry for `key`.
+ */
+function readEntrySync(file: string, key: string, touchAfterMs: number): EntryParts | false | null {
+  let data: Buffer;
   try {
-    return fs.readFileSync(file);
+    data = fs.readFileSync(file);
   } catch {
     return null;
   }
-}
-
-/** Gives a hit entry's file the current time when it is older than TOUCH_AFTER_MS (the size bound's order). */
-function touchSync(file: string): void {
+  const parts = entryParts(data, key);
+  if (parts === null) return false;
+  // After the check, as kernelsReadEntry does: a damaged entry is not made to look used. Best effort: a
+  // read-only folder, or the entry removed meanwhile, only changes the size bound's eviction order.
   try {
-    if (Date.now() - fs.statSync(file).mtimeMs > TOUCH_AFTER_MS) {
+    if (Date.now() - fs.statSync(file).mtimeMs > touchAfterMs) {
       const now = new Date();
       fs.utimesSync(file, now, now);
     }
   } catch {
-    // A read-only folder, or the entry was removed meanwhile: only the eviction order suffers.
+    // As above.
   }
+  return parts;
 }
 
 /** How one lookup should behave. */
@@ -301,7 +306,7 @@ export class KernelCache {
   };
   readonly #compiler: Compiler;
   readonly #version: string;
-  readonly #readEntry: EntryReader | null;
+  readonly #readEntry: EntryReader;
   readonly #memo = new Map<string, CompiledCode>();
   readonly #pending = new Map<string, Promise<CompiledCode>>();
   /**
@@ -322,7 +327,7 @@ export class KernelCache {
     this.#prefix = path.join(options.dir, '_').slice(0, -1);
     this.maxBytes = options.maxBytes;
     this.#version = options.packageVersion;
-    this.#readEntry = options.readEntry ?? null;
+    this.#readEntry = options.readEntry ?? readEntrySync;
   }
 
   /** The compiler's location; its identity is made known by loading it when looking was not enough. */
@@ -451,22 +456,13 @@ export class KernelCache {
     }
     if (!disk) return null;
     const file = this.entryPath(key);
-    let code: CompiledCode | null;
-    if (this.#readEntry !== null) {
-      const parts = this.#readEntry(file, key, TOUCH_AFTER_MS);
-      if (parts === null) return null;
-      // An older addon's reader (CUDA_KERNELS_BINARY, a stale build) gives the entry's bytes: taken as
-      // parts, every good entry in the shared folder would be counted damaged and removed.
-      if (parts !== false && !Array.isArray(parts))
-        throw typeError("readEntry's result", '[code, meta, cubin, arch], false or null', parts);
-      code = this.#accept(key, parts === false ? null : decodeParts(parts), file);
-    } else {
-      const data = readWhole(file);
-      if (data === null) return null;
-      code = this.#accept(key, decodeEntry(data, key), file);
-      // After the check, as kernelsReadEntry does: a damaged entry is not made to look used.
-      if (code !== null) touchSync(file);
-    }
+    const parts = this.#readEntry(file, key, TOUCH_AFTER_MS);
+    if (parts === null) return null;
+    // An older addon's reader (CUDA_KERNELS_BINARY, a stale build) gives the entry's bytes: taken as
+    // parts, every good entry in the shared folder would be counted damaged and removed.
+    if (parts !== false && !Array.isArray(parts))
+      throw typeError("readEntry's result", '[code, meta, cubin, arch], false or null', parts);
+    const code = this.#accept(key, parts === false ? null : decodeParts(parts), file);
     return code ? { code, from: 'disk' } : null;
   }
 
