@@ -10,6 +10,9 @@
 // DSYRK, from the pair protocol, is in bench/results/README.md; bench/dev/ata/NOTES.md has each
 // version between.
 // Bench method: fast
+#include <cuda.h>  // CUtensorMap and its enums only: cuTensorMapEncodeTiled comes from the driver at run time
+#include <cudaTypedefs.h>  // its function-pointer type
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include "ata/common.cuh"
 #include "core/cp_async.h"
 #include "core/math.h"
+#include "core/mbarrier.cuh"
 #include "core/pool.h"
 
 namespace ck {
@@ -91,18 +95,14 @@ __device__ __forceinline__ void mmaStep(double (&c)[4], const double (&a)[KS / 2
 #endif
 }
 
-__device__ __forceinline__ uint32_t smemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from shared memory to
 // global memory, in this thread's bulk group; bulkWaitRead waits until this thread's copies have
 // read their source. fenceSharedForBulk (core/cp_async.h) makes this thread's shared-memory writes visible to
 // the copies.
 __device__ __forceinline__ void bulkStore(double* dst, const double* src, int bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(smemAddr(src)),
-               "r"(bytes)
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(sharedAddr(src)), "r"(bytes)
                : "memory");
 #elif defined(__CUDA_ARCH__)
   __trap();  // the launcher never picks BulkStore configs below sm_90
@@ -122,10 +122,11 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (Width == 16) {
     // .cg: the slab is reused from L2 by other blocks, not by this SM's L1.
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sharedAddr(dst)), "l"(src),
+                 "r"(bytes)
                  : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smemAddr(dst)), "l"(src), "r"(bytes)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(sharedAddr(dst)), "l"(src), "r"(bytes)
                  : "memory");
   }
 #endif
@@ -133,7 +134,7 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
           bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false, bool InterleaveCopy_ = false,
-          bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false>
+          bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false, bool TmaLoad_ = false>
 struct FastConfig {
   static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
   static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
@@ -160,6 +161,14 @@ struct FastConfig {
   // copies (cp.async.bulk), then its mirror the same way; the block is done when the copies have
   // read shared memory, and the writes drain while the SM's next block runs.
   static constexpr bool BulkStore = BulkStore_;
+  // TmaLoad (sm_90, Pipelined, n even): one thread loads each operand's stage slab with one tensor
+  // copy (TMA, cp.async.bulk.tensor) that lands on the slot's mbarrier `full`, instead of every
+  // thread issuing cp.async chunks and waiting on its own groups. The box is BM + 4 columns wide, so
+  // it lands in the padded rows as they are (the 4 extra columns fill the pad and are never read),
+  // and the copy engine writes zeros for rows and columns outside A, as the zero-filled chunks did.
+  // A slot is refilled after the block barrier each stage already had (per-slot "empty" mbarriers
+  // instead, with or without a stage of lag, timed the same: NOTES.md §11).
+  static constexpr bool TmaLoad = TmaLoad_;
   static constexpr int Threads = 32 * WarpsM * WarpsN;
   static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
   static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
@@ -169,7 +178,9 @@ struct FastConfig {
   // also keeps every row 16-byte aligned for cp.async.
   static constexpr int LDS = BM + 4;
   static constexpr int Slab = BK * LDS;  // doubles per operand per stage
-  static constexpr size_t Smem = static_cast<size_t>(Stages) * 2 * Slab * sizeof(double);
+  static constexpr size_t StageBytes = static_cast<size_t>(Stages) * 2 * Slab * sizeof(double);
+  // TmaLoad: one 8-byte mbarrier per slot after the stages.
+  static constexpr size_t Smem = StageBytes + (TmaLoad ? Stages * sizeof(unsigned long long) : 0);
   static_assert(WM % 16 == 0 && WN % (PairB ? 16 : 8) == 0 && BK % KS == 0 && KS % 4 == 0, "tile shape");
   static_assert(Stages >= 2, "pipeline");
   // Harness probes (bench/dev/ata) derive from a config and hide these two: Stores (2: the tile and
@@ -326,12 +337,17 @@ __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, i
 template <class Cfg, bool Vec16, bool Tail = false>
 __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     ata_mma_sym_kernel(const double* __restrict__ A, double* __restrict__ C, double* __restrict__ partial,
-                       int64_t rows, int64_t n, int T, int bandRows, SplitPlan sp) {
+                       int64_t rows, int64_t n, int T, int bandRows, SplitPlan sp,
+                       const __grid_constant__ CUtensorMap tmA) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int BM = Cfg::BM, BK = Cfg::BK, Stages = Cfg::Stages, KS = Cfg::KS, LDS = Cfg::LDS;
   constexpr int Slab = Cfg::Slab, Threads = Cfg::Threads, MT = Cfg::MT, NT = Cfg::NT;
   constexpr bool PairB = Cfg::PairB;
-  extern __shared__ __align__(16) double smem[];
+  extern __shared__ __align__(128) double smem[];  // 128: tensor copies land on 128-byte boundaries
+  // The slab is 128-byte aligned for the tensor copies (Slab * 8 is a multiple of 128).
+  constexpr bool Tma = Cfg::TmaLoad && Vec16 && Cfg::Pipelined;
+  static_assert(!Tma || (Slab * sizeof(double)) % 128 == 0, "tensor copy alignment");
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * 2 * Slab);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -463,6 +479,16 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
   };
   auto stageI = [&](int kt) -> const double* { return smem + (kt % Stages) * 2 * Slab; };
+  // Tma: thread 0 starts k-tile kt's tensor copies into slot `slot` (one for a diagonal tile); they
+  // complete on full[slot], whose phase p is the slot's p-th k-tile.
+  auto tmaStage = [&](int kt, int slot) {
+    double* sI = smem + slot * 2 * Slab;
+    const int k0 = static_cast<int>(kBegin + static_cast<int64_t>(kt) * BK);
+    mbarArriveExpectBytes(&full[slot], (diag ? 1u : 2u) * Slab * static_cast<unsigned>(sizeof(double)));
+    tmaLoad2d(sI, &tmA, static_cast<int>(i0), k0, &full[slot]);
+    if (!diag) tmaLoad2d(sI + Slab, &tmA, static_cast<int>(j0), k0, &full[slot]);
+  };
+  auto waitStage = [&](int kt) { mbarWait(&full[kt % Stages], (kt / Stages) & 1); };
 
   if constexpr (!Cfg::Pipelined) {
 #pragma unroll
@@ -499,13 +525,28 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     constexpr int Steps = BK / KS;
     static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
     double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
+    if constexpr (Tma) {
+      if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < Stages; ++s) {
-      if (s < kTiles) loadStage(s, s);
-      copyCommit();
+        for (int s = 0; s < Stages; ++s) mbarInit(&full[s], 1);
+        fenceBarrierInit();
+      }
+      __syncthreads();
+      if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < Stages; ++s)
+          if (s < kTiles) tmaStage(s, s);
+      }
+      if (kTiles > 0) waitStage(0);
+    } else {
+#pragma unroll
+      for (int s = 0; s < Stages; ++s) {
+        if (s < kTiles) loadStage(s, s);
+        copyCommit();
+      }
+      copyWait<Stages - 1>();
+      __syncthreads();
     }
-    copyWait<Stages - 1>();
-    __syncthreads();
     Cfg::mark(1);
     loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
     for (int kt = 0; kt < kTiles; ++kt) {
@@ -513,7 +554,18 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       const double* sJ = diag ? sI : sI + Slab;
 #pragma unroll
       for (int s = 0; s < Steps; ++s) {
-        if (s == Steps - 1) {
+        if (s == Steps - 1 && Tma) {
+          if (kt + 1 < kTiles) waitStage(kt + 1);
+          __syncthreads();  // no warp reads slot kt % Stages any more
+          if (tid == 0 && kt + Stages < kTiles) {
+            fenceSharedForBulk();  // the warps' reads of the slot before the copy engine's writes
+            tmaStage(kt + Stages, kt % Stages);
+          }
+          if (kt + 1 < kTiles) {
+            const double* nI = stageI(kt + 1);
+            loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
+          }
+        } else if (s == Steps - 1) {
           copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
           __syncthreads();
           if constexpr (!Cfg::InterleaveCopy) {
@@ -804,10 +856,53 @@ cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int 
   return cudaSuccess;
 }
 
+// The driver's cuTensorMapEncodeTiled, looked up once (the addon links only cudart); null when the
+// driver has none.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return encode;
+}
+
+// The tensor map of A (rows × n, row-major, n even, A 16-byte aligned) for Cfg's TmaLoad: boxes of
+// BK rows × (BM + 4) columns, zeros outside A. False when the driver cannot make one or a coordinate
+// would not fit the copy's 32-bit ones.
+template <class Cfg>
+bool makeTensorMap(const double* A, int64_t rows, int64_t n, CUtensorMap& map) {
+  const auto encode = tensorMapEncoder();
+  if (encode == nullptr || rows > INT_MAX || n > INT_MAX) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(n) * sizeof(double)};
+  const cuuint32_t box[2] = {Cfg::LDS, Cfg::BK}, unit[2] = {1, 1};
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 2, const_cast<double*>(A), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <class Cfg>
 cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
                           const FastPlan& plan, int bandRows = kBandRows) {
-  auto kernel = plan.vec16 ? ata_mma_sym_kernel<Cfg, true> : ata_mma_sym_kernel<Cfg, false>;
+  CUtensorMap map{};  // all zeros: configs without TmaLoad never read it
+  bool vec16 = plan.vec16;
+  if constexpr (Cfg::TmaLoad) {
+    if (vec16 && !makeTensorMap<Cfg>(A, rows, n, map)) {
+      // No tensor map: the 8-byte cp.async instantiation, which needs its own shared-memory opt-in.
+      int perSm = 0;
+      const cudaError_t err = prepareKernel<Cfg, false>(perSm);
+      if (err != cudaSuccess) return err;
+      vec16 = false;
+    }
+  }
+  auto kernel = vec16 ? ata_mma_sym_kernel<Cfg, true> : ata_mma_sym_kernel<Cfg, false>;
   const int64_t T64 = ceilDiv(n, Cfg::BM);
   const int64_t tiles = T64 * (T64 + 1) / 2;
   const int T = static_cast<int>(T64);
@@ -833,18 +928,18 @@ cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, c
       const int64_t blocks = sp.tailStart + w * pieces;
       if (blocks > INT_MAX) return cudaErrorInvalidValue;
       grid = dim3(static_cast<unsigned>(blocks), 1);
-      kernel = plan.vec16 ? ata_mma_sym_kernel<Cfg, true, true> : ata_mma_sym_kernel<Cfg, false, true>;
+      kernel = vec16 ? ata_mma_sym_kernel<Cfg, true, true> : ata_mma_sym_kernel<Cfg, false, true>;
     }
   }
   if (splitTiles == 0) {
-    kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, nullptr, rows, n, T, bandRows, sp);
+    kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, nullptr, rows, n, T, bandRows, sp, map);
     return cudaGetLastError();
   }
   double* ws = nullptr;
   cudaError_t err =
       poolMalloc(&ws, static_cast<size_t>(pieces) * splitTiles * Cfg::BM * Cfg::BM * sizeof(double), stream);
   if (err != cudaSuccess) return err;
-  kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, ws, rows, n, T, bandRows, sp);
+  kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, C, ws, rows, n, T, bandRows, sp, map);
   err = cudaGetLastError();
   if (err == cudaSuccess) {
     static_assert((Cfg::BM * Cfg::BM) % kReduceLanes == 0, "reduce plan");
@@ -873,12 +968,14 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // and lean copy addressing (issue 19: tensor pipe 82% -> 90% busy, bench/dev/ata/NOTES.md §8).
 // SkipLower is off here: its per-step branch cost more than the idle warps saved. BulkStore: the
 // epilogue's stores had kept each SM from its next block for 10-19 µs (issue 19, third round: 4000²
-// -2%, 10000² -1%, NOTES.md §10).
+// -2%, 10000² -1%, NOTES.md §10). TmaLoad: one tensor copy per operand and stage instead of every
+// thread's cp.async chunks (issue 34: 4-5% faster from 4000² to 16000², 109 registers instead of
+// 126, NOTES.md §11); odd n, or no tensor map from the driver, keeps the 8-byte cp.async copies.
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
 using FastLarge90 =
-    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true>;
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;

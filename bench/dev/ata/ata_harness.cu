@@ -398,7 +398,7 @@ LaunchFn wholeWavesOnly() {
     const d::SplitPlan sp{ck::ceilDiv(r, Cfg::BK), tiles, 0, 0};
     auto kernel = plan.vec16 ? d::ata_mma_sym_kernel<Cfg, true, Tail> : d::ata_mma_sym_kernel<Cfg, false, Tail>;
     kernel<<<static_cast<unsigned>(std::min(waves, tiles)), Cfg::Threads, Cfg::Smem, s>>>(
-        A, C, nullptr, r, c, static_cast<int>(T), d::kBandRows, sp);
+        A, C, nullptr, r, c, static_cast<int>(T), d::kBandRows, sp, CUtensorMap{});
     return cudaGetLastError();
   };
 }
@@ -432,10 +432,15 @@ struct Timed : Base {
   }
 };
 // Issue 19, 4000² lever: the large config with the bulk-copy epilogue (BulkStore), shipped as
-// FastLarge90 after NOTES.md §10.4; LargeNoBulk is the large config before it.
-using LargeBulk = d::FastLarge90;
+// FastLarge90 after NOTES.md §10.4 (until its tensor-copy loads, §11); LargeNoBulk is the large
+// config before it.
+using LargeBulk = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, false>;
 using LargeNoBulk = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, false>;
 static_assert(LargeBulk::BulkStore && !LargeNoBulk::BulkStore, "the A/B pair");
+// Issue 34: FastLarge90 loads its stage slabs with tensor copies (TmaLoad); LargeCpAsync is the
+// large config before that, every thread's cp.async chunks (NOTES.md §11).
+using LargeCpAsync = LargeBulk;
+static_assert(d::FastLarge90::TmaLoad && !LargeCpAsync::TmaLoad && LargeCpAsync::BulkStore, "the A/B pair");
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -521,7 +526,7 @@ LaunchFn epilogueOnly() {
     const d::SplitPlan sp{1, tiles, 0, 0};
     auto kernel = plan.vec16 ? d::ata_mma_sym_kernel<Cfg, true> : d::ata_mma_sym_kernel<Cfg, false>;
     kernel<<<static_cast<unsigned>(tiles), Cfg::Threads, Cfg::Smem, s>>>(A, C, nullptr, 0, c, static_cast<int>(T),
-                                                                         d::kBandRows, sp);
+                                                                         d::kBandRows, sp, CUtensorMap{});
     return cudaGetLastError();
   };
 }
@@ -587,6 +592,11 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
                    uncachedPrepare<LargeNoBulk>();
                    uncachedPrepare<d::FastSmall90>();
                    return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
+                 }, 0, true});
+    // Issue 34: `fast` before its stage slabs came by tensor copies (NOTES.md §11).
+    m.push_back({"v.large.cpasync", forced<LargeCpAsync>(), 0, true});
+    m.push_back({"v8.fast.cpasync", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<LargeCpAsync, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
@@ -895,6 +905,7 @@ void printPlans() {
   printKernel<V4Small, true>("V4Small");
   printKernel<ProbeTimed, true>("ProbeTimed");
   printKernel<LargeBulk, true>("LargeBulk");
+  printKernel<LargeCpAsync, true>("LargeCpAsync");
   printKernel<LargeBulk, true, true>("LargeBulk");
   printKernel<LargeBulk, false>("LargeBulk");
   printKernel<LargeNoBulk, true>("LargeNoBulk");
@@ -1181,7 +1192,7 @@ int main(int argc, char** argv) {
   printPlans();
   if (!timelineShapes.empty()) {
     timeline<ProbeTimed>(timelineShapes, "LargeNoBulk");
-    timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk = FastLarge90");
+    timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk (FastLarge90 until §11)");
   }
   if (hostPlan) hostPlanCost();
   correctness(smallShapes, ms);
