@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "ata/ata.h"
 #include "ata/common.cuh"
@@ -134,7 +135,8 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
           bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false, bool InterleaveCopy_ = false,
-          bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false, bool TmaLoad_ = false>
+          bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false, bool TmaLoad_ = false,
+          bool SkipIdle_ = false>
 struct FastConfig {
   static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
   static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
@@ -169,6 +171,12 @@ struct FastConfig {
   // A slot is refilled after the block barrier each stage already had (per-slot "empty" mbarriers
   // instead, with or without a stage of lag, timed the same: NOTES.md §11).
   static constexpr bool TmaLoad = TmaLoad_;
+  // SkipIdle (Pipelined): on diagonal tiles and on the tiles of the last column, whose warp blocks
+  // lie partly below the diagonal or right of column n, the warps are mapped to blocks busy ones
+  // first, so that the busy blocks spread evenly over the four schedulers (warp w runs on scheduler
+  // w % 4), and the idle warps run a second copy of the main loop with only the copies and
+  // barriers. Unlike SkipLower's branch in every step, the loop of the other tiles is unchanged.
+  static constexpr bool SkipIdle = SkipIdle_;
   static constexpr int Threads = 32 * WarpsM * WarpsN;
   static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
   static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
@@ -352,7 +360,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   int wmi = warp / Cfg::WarpsN, wni = warp % Cfg::WarpsN;
-  if constexpr (Cfg::SkipLower && Cfg::WarpsM == 4 && Cfg::WarpsN == 4) {
+  if constexpr (!Cfg::SkipIdle && Cfg::SkipLower && Cfg::WarpsM == 4 && Cfg::WarpsN == 4) {
     // Warp w runs on scheduler w % 4. Blocks (row, column) as 4·row + column, chosen so that the
     // 6 blocks below the diagonal (row > column) fall 1, 1, 2, 2 on the schedulers: on a diagonal
     // tile the busiest scheduler has 3 active warps instead of 4.
@@ -362,16 +370,38 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     wmi = b >> 2;
     wni = b & 3;
   }
-  const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
 
   Cfg::mark(0);
   const BlockWork work = blockWork<Tail>(sp, partial != nullptr, blockIdx.x, blockIdx.y);
   int bi, bj;
   bandedTileCoords(work.tile, T, bandRows, bi, bj);
   const bool diag = bi == bj;  // uniform: a diagonal tile loads one slab and uses it twice
-  // SkipLower: this warp's block is entirely below the diagonal of a diagonal tile (warp-uniform).
-  const bool idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
   const int64_t i0 = static_cast<int64_t>(bi) * BM, j0 = static_cast<int64_t>(bj) * BM;
+  // SkipIdle: a warp block is busy when it holds elements on or above the diagonal and left of
+  // column n (rows past n only occur on the last diagonal tile, below its diagonal there). Warp w
+  // takes the w-th block with the busy ones first; with every block busy that is the usual map.
+  bool idle = false;
+  if constexpr (Cfg::SkipIdle) {
+    auto busy = [&](int b) {
+      const int r = b / Cfg::WarpsN, c = b % Cfg::WarpsN;
+      return (!diag || r * Cfg::WM < (c + 1) * Cfg::WN) && j0 + c * Cfg::WN < n;
+    };
+    int busyCount = 0;
+#pragma unroll
+    for (int b = 0; b < Cfg::WarpsM * Cfg::WarpsN; ++b) busyCount += busy(b);
+    int nextBusy = 0, nextIdle = busyCount, pick = 0;
+#pragma unroll
+    for (int b = 0; b < Cfg::WarpsM * Cfg::WarpsN; ++b) {
+      const int order = busy(b) ? nextBusy++ : nextIdle++;
+      if (order == warp) pick = b;
+    }
+    wmi = pick / Cfg::WarpsN;
+    wni = pick % Cfg::WarpsN;
+    idle = warp >= busyCount;
+  }
+  const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
+  // SkipLower: this warp's block is entirely below the diagonal of a diagonal tile (warp-uniform).
+  if constexpr (!Cfg::SkipIdle) idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
   const int64_t kBegin = work.split * work.kPer * BK;
   const int64_t kEnd = min(rows, kBegin + work.kPer * BK);
   const int kTiles = static_cast<int>(ceilDiv(kEnd - kBegin, BK));
@@ -432,7 +462,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // Fragments of one KS-deep step: A for MT 16-row blocks, B for NT 8-column blocks.
   auto loadFrags = [&](double(&fa)[MT][KS / 2], double(&fb)[NT][KS / 4], const double* sI, const double* sJ,
                        int kk) {
-    if (idle) return;
+    if (!Cfg::SkipIdle && idle) return;  // SkipIdle: mainLoop leaves them out instead
 #pragma unroll
     for (int u = 0; u < KS / 4; ++u) {
       const double* row = sJ + (kk + t + 4 * u) * LDS + wn0;
@@ -457,7 +487,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
   };
   auto mmaFrags = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4]) {
-    if (idle) return;
+    if (!Cfg::SkipIdle && idle) return;  // SkipIdle: mainLoop leaves them out instead
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -465,10 +495,11 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   };
   // The same MMAs with the copy of k-tile kt (kt < 0: none) into slot `stage` spread between the
   // rows of MMAs.
-  auto mmaFragsCopy = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4], int kt, int stage) {
+  auto mmaFragsCopy = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4], int kt, int stage,
+                          bool mma) {
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
-      if (!idle) {
+      if (mma && (Cfg::SkipIdle || !idle)) {
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
       }
@@ -524,69 +555,84 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     // load while the last MMAs of stage kt run.
     constexpr int Steps = BK / KS;
     static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
-    double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
-    if constexpr (Tma) {
-      if (tid == 0) {
+    // Skip (SkipIdle's idle warps): the same copies, waits and barriers, no fragments and no MMAs.
+    auto mainLoop = [&](auto skipTag) {
+      constexpr bool Skip = decltype(skipTag)::value;
+      double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
+      auto frags = [&](double(&a)[MT][KS / 2], double(&b)[NT][KS / 4], const double* sI, const double* sJ,
+                       int kk) {
+        if constexpr (!Skip) loadFrags(a, b, sI, sJ, kk);
+      };
+      auto mmas = [&](const double(&a)[MT][KS / 2], const double(&b)[NT][KS / 4]) {
+        if constexpr (!Skip) mmaFrags(a, b);
+      };
+      if constexpr (Tma) {
+        if (tid == 0) {
 #pragma unroll
-        for (int s = 0; s < Stages; ++s) mbarInit(&full[s], 1);
-        fenceBarrierInit();
-      }
-      __syncthreads();
-      if (tid == 0) {
-#pragma unroll
-        for (int s = 0; s < Stages; ++s)
-          if (s < kTiles) tmaStage(s, s);
-      }
-      if (kTiles > 0) waitStage(0);
-    } else {
-#pragma unroll
-      for (int s = 0; s < Stages; ++s) {
-        if (s < kTiles) loadStage(s, s);
-        copyCommit();
-      }
-      copyWait<Stages - 1>();
-      __syncthreads();
-    }
-    Cfg::mark(1);
-    loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
-    for (int kt = 0; kt < kTiles; ++kt) {
-      const double* sI = stageI(kt);
-      const double* sJ = diag ? sI : sI + Slab;
-#pragma unroll
-      for (int s = 0; s < Steps; ++s) {
-        if (s == Steps - 1 && Tma) {
-          if (kt + 1 < kTiles) waitStage(kt + 1);
-          __syncthreads();  // no warp reads slot kt % Stages any more
-          if (tid == 0 && kt + Stages < kTiles) {
-            fenceSharedForBulk();  // the warps' reads of the slot before the copy engine's writes
-            tmaStage(kt + Stages, kt % Stages);
-          }
-          if (kt + 1 < kTiles) {
-            const double* nI = stageI(kt + 1);
-            loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
-          }
-        } else if (s == Steps - 1) {
-          copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
-          __syncthreads();
-          if constexpr (!Cfg::InterleaveCopy) {
-            if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
-            copyCommit();
-          }
-          if (kt + 1 < kTiles) {
-            const double* nI = stageI(kt + 1);
-            loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
-          }
-          if constexpr (Cfg::InterleaveCopy) {
-            mmaFragsCopy(fa[s & 1], fb[s & 1], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages);
-            copyCommit();
-            continue;
-          }
-        } else {
-          loadFrags(fa[(s + 1) & 1], fb[(s + 1) & 1], sI, sJ, (s + 1) * KS);
+          for (int s = 0; s < Stages; ++s) mbarInit(&full[s], 1);
+          fenceBarrierInit();
         }
-        mmaFrags(fa[s & 1], fb[s & 1]);
+        __syncthreads();
+        if (tid == 0) {
+#pragma unroll
+          for (int s = 0; s < Stages; ++s)
+            if (s < kTiles) tmaStage(s, s);
+        }
+        if (kTiles > 0 && !Skip) waitStage(0);
+      } else {
+#pragma unroll
+        for (int s = 0; s < Stages; ++s) {
+          if (s < kTiles) loadStage(s, s);
+          copyCommit();
+        }
+        copyWait<Stages - 1>();
+        __syncthreads();
       }
-    }
+      Cfg::mark(1);
+      frags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
+      for (int kt = 0; kt < kTiles; ++kt) {
+        const double* sI = stageI(kt);
+        const double* sJ = diag ? sI : sI + Slab;
+#pragma unroll
+        for (int s = 0; s < Steps; ++s) {
+          if (s == Steps - 1 && Tma) {
+            if (kt + 1 < kTiles && !Skip) waitStage(kt + 1);
+            __syncthreads();  // no warp reads slot kt % Stages any more
+            if (tid == 0 && kt + Stages < kTiles) {
+              fenceSharedForBulk();  // the warps' reads of the slot before the copy engine's writes
+              tmaStage(kt + Stages, kt % Stages);
+            }
+            if (kt + 1 < kTiles) {
+              const double* nI = stageI(kt + 1);
+              frags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
+            }
+          } else if (s == Steps - 1) {
+            copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
+            __syncthreads();
+            if constexpr (!Cfg::InterleaveCopy) {
+              if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
+              copyCommit();
+            }
+            if (kt + 1 < kTiles) {
+              const double* nI = stageI(kt + 1);
+              frags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
+            }
+            if constexpr (Cfg::InterleaveCopy) {
+              mmaFragsCopy(fa[s & 1], fb[s & 1], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages, !Skip);
+              copyCommit();
+              continue;
+            }
+          } else {
+            frags(fa[(s + 1) & 1], fb[(s + 1) & 1], sI, sJ, (s + 1) * KS);
+          }
+          mmas(fa[s & 1], fb[s & 1]);
+        }
+      }
+    };
+    if (Cfg::SkipIdle && idle)
+      mainLoop(std::true_type{});
+    else
+      mainLoop(std::false_type{});
   }
   copyWait<0>();
   Cfg::mark(2);
@@ -971,11 +1017,12 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // -2%, 10000² -1%, NOTES.md §10). TmaLoad: one tensor copy per operand and stage instead of every
 // thread's cp.async chunks (issue 34: 4-5% faster from 4000² to 16000², 109 registers instead of
 // 126, NOTES.md §11); odd n, or no tensor map from the driver, keeps the 8-byte cp.async copies.
+// SkipIdle: on diagonal and last-column tiles the warps with nothing to compute skip the product.
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
 using FastLarge90 =
-    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true>;
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;
