@@ -10,8 +10,9 @@ import { native } from '../native';
  * - `cublas-syrk`: cublasDsyrk on one triangle, then a mirror kernel.
  * - `basic`: one thread per element of C, reading two columns of A (the report's first kernel).
  * - `tiled`: shared-memory tiles, only tiles on or above the diagonal computed, then mirrored.
- * - `fast`: FP64 tensor cores (mma.sync), cp.async pipeline, upper tiles only, split-K for tall
- *   inputs; `tiled` on GPUs older than sm_80.
+ * - `fast`: FP64 tensor cores (mma.sync), a pipeline of K-slabs loaded by tensor copies (TMA) on
+ *   sm_90 and cp.async before, upper tiles only, split-K for tall inputs; `tiled` on GPUs older than
+ *   sm_80.
  */
 export const ataMethods = ['cublas', 'cublas-syrk', 'basic', 'tiled', 'fast'] as const;
 

@@ -1,14 +1,15 @@
 // Step 3, ours: FP64 tensor cores (mma.sync f64, m16n8k4 on sm_90, m8n8k4 on sm_80) on 128×128
-// upper-triangle tiles, 16 warps of 32×32, a 3-stage cp.async pipeline with fragments double-buffered
-// in registers, the next stage's copies issued between the MMA rows, a banded tile order for L2 reuse,
-// and split-K with a deterministic reduce: every tile split when the tiles cannot fill the device, or
-// only the tiles of a last partial wave, which run as K-pieces after the whole tiles (tail split);
-// whole tiles leave through shared memory as bulk copies (BulkStore).
-// H100 (package bench, bench/results/logs/h100-eddfb60-ata4000-bench*, 8000²): 9.18 ms (56 TFLOP/s
-// of useful n³ flops, 83% of the FP64 tensor peak) when it ran right after `tiled`; alternated with
-// cuBLAS DSYRK (+ mirror) under the 700 W cap both take about 10.5 ms (issue 34). Its rate against
-// DSYRK, from the pair protocol, is in bench/results/README.md; bench/dev/ata/NOTES.md has each
-// version between.
+// upper-triangle tiles, 16 warps of 32×32, a 3-stage pipeline of K-slabs (on sm_90 one tensor copy,
+// TMA, per operand and stage; cp.async chunks elsewhere) with fragments double-buffered in
+// registers, a banded tile order for L2 reuse, and split-K with a deterministic reduce: every tile
+// split when the tiles cannot fill the device, or only the tiles of a last partial wave, which run
+// as K-pieces after the whole tiles (tail split); whole tiles leave through shared memory as bulk
+// copies (BulkStore); on diagonal and last-column tiles the warps with nothing to do skip the product.
+// H100, 8000², 150 ms idle before each run (h100-dc89770-a-ata-time.log in
+// bench/results/logs/h100-2026-11-27): 8.56 ms (59.8 TFLOP/s of useful n³ flops, 89% of the FP64
+// tensor peak), cuBLAS DSYRK + mirror 10.86 ms; alternated with DSYRK under the 700 W cap both
+// take about 10.6-10.9 ms (issue 34). Its rate against DSYRK, from the pair protocol, is in
+// bench/results/README.md; bench/dev/ata/NOTES.md has each version between.
 // Bench method: fast
 #include <cuda.h>  // CUtensorMap and its enums only: cuTensorMapEncodeTiled comes from the driver at run time
 #include <cudaTypedefs.h>  // its function-pointer type
