@@ -396,9 +396,19 @@ LaunchFn wholeWavesOnly() {
     const int64_t T = ck::ceilDiv(c, Cfg::BM), tiles = T * (T + 1) / 2;
     const int64_t waves = std::max<int64_t>(1, tiles / (sms * plan.perSm)) * sms * plan.perSm;
     const d::SplitPlan sp{ck::ceilDiv(r, Cfg::BK), tiles, 0, 0};
-    auto kernel = plan.vec16 ? d::ata_mma_sym_kernel<Cfg, true, Tail> : d::ata_mma_sym_kernel<Cfg, false, Tail>;
+    // FastLarge90 loads by tensor copies (TmaLoad): its vec16 kernel needs A's tensor map, as in
+    // launchPlanned (an all-zero map faults); without one, the 8-byte cp.async kernel.
+    CUtensorMap map{};
+    bool vec16 = plan.vec16;
+    if (vec16 && !d::makeTensorMap<Cfg>(A, r, c, map)) {
+      int perSm = 0;
+      err = d::prepareKernel<Cfg, false>(perSm);
+      if (err != cudaSuccess) return err;
+      vec16 = false;
+    }
+    auto kernel = vec16 ? d::ata_mma_sym_kernel<Cfg, true, Tail> : d::ata_mma_sym_kernel<Cfg, false, Tail>;
     kernel<<<static_cast<unsigned>(std::min(waves, tiles)), Cfg::Threads, Cfg::Smem, s>>>(
-        A, C, nullptr, r, c, static_cast<int>(T), d::kBandRows, sp, CUtensorMap{});
+        A, C, nullptr, r, c, static_cast<int>(T), d::kBandRows, sp, map);
     return cudaGetLastError();
   };
 }
@@ -511,11 +521,34 @@ void hostPlanCost() {
     CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, d::ata_mma_sym_kernel<d::FastLarge90, true>,
                                                              d::FastLarge90::Threads, d::FastLarge90::Smem));
   });
+  time("makeTensorMap<FastLarge90> (cuTensorMapEncodeTiled, every launch)", [&] {
+    CUtensorMap map;
+    if (!d::makeTensorMap<d::FastLarge90>(A, 4000, 4000, map)) {
+      std::fprintf(stderr, "no tensor map: launchPlanned falls back to the 8-byte cp.async kernel\n");
+      std::exit(1);
+    }
+  });
   time("cudaGetDevice + cudaDeviceGetAttribute", [&] {
     int dev = 0, v = 0;
     CHECK_CUDA(cudaGetDevice(&dev));
     CHECK_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
   });
+}
+
+// Correctness only: A copied to 8 bytes past a 16-byte boundary, so that an even n takes the 8-byte
+// cp.async kernel (no tensor copies) with the bulk-copy epilogue and SkipIdle: the kernel that also
+// runs where the driver gives no tensor map. Not timed (the copy would be in the time).
+template <class Cfg>
+LaunchFn misalignedA() {
+  return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    double* buf = nullptr;
+    cudaError_t err = cudaMallocAsync(&buf, static_cast<size_t>(r * c + 1) * sizeof(double), s);
+    if (err != cudaSuccess) return err;
+    err = cudaMemcpyAsync(buf + 1, A, static_cast<size_t>(r * c) * sizeof(double), cudaMemcpyDeviceToDevice, s);
+    if (err == cudaSuccess) err = d::launchFastWith<Cfg>(buf + 1, C, r, c, s);
+    const cudaError_t freeErr = cudaFreeAsync(buf, s);
+    return err != cudaSuccess ? err : freeErr;
+  };
 }
 
 // Timing probe: every block of the 128-tile launch with an empty K range, i.e. only the launch and
@@ -528,6 +561,7 @@ LaunchFn epilogueOnly() {
     if (err != cudaSuccess) return err;
     const int64_t T = ck::ceilDiv(c, Cfg::BM), tiles = T * (T + 1) / 2;
     const d::SplitPlan sp{1, tiles, 0, 0};
+    // rows = 0: no k-tiles, so no tensor copy reads the (all-zero) tensor map.
     auto kernel = plan.vec16 ? d::ata_mma_sym_kernel<Cfg, true> : d::ata_mma_sym_kernel<Cfg, false>;
     kernel<<<static_cast<unsigned>(tiles), Cfg::Threads, Cfg::Smem, s>>>(A, C, nullptr, 0, c, static_cast<int>(T),
                                                                          d::kBandRows, sp, CUtensorMap{});
@@ -598,6 +632,7 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
                    return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
     // Issue 34: `fast` before its stage slabs came by tensor copies, and before SkipIdle (NOTES.md §11).
+    m.push_back({"v.large.a8", misalignedA<d::FastLarge90>(), 1, true});  // maxColsTimed 1: never timed
     m.push_back({"v.large.cpasync", forced<LargeCpAsync>(), 0, true});
     m.push_back({"v.large.tma", forced<LargeTma>(), 0, true});
     m.push_back({"v9.fast.tma", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
@@ -1190,8 +1225,12 @@ int main(int argc, char** argv) {
   std::vector<std::pair<int64_t, int64_t>> smallShapes = {
       {1, 1},    {1, 7},    {7, 1},     {2, 2},     {17, 33},   {33, 17},     {257, 131},  {1009, 17},
       {128, 128}, {129, 257}, {64, 64},  {65, 63},   {300, 65},  {40, 130},    {3, 200},    {5000, 64},
-      {1000, 2}, {2000, 130}, {20000, 130}, {20001, 131}, {50, 1000}, {777, 255}, {4096, 256}, {17, 1025}};
-  std::vector<std::pair<int64_t, int64_t>> bigShapes = {{2000, 2000}, {1000000, 64}, {200000, 2000}, {3001, 2999}};
+      {1000, 2}, {2000, 130}, {20000, 130}, {20001, 131}, {50, 1000}, {777, 255}, {4096, 256}, {17, 1025},
+      // The large config's edges (issue 34): last tile columns of 2 and 34 columns of C, tensor copies
+      // mostly past A, rows ending in partial k-tiles; 20001×770 splits K on an H100.
+      {70, 258}, {100, 162}, {20001, 770}};
+  std::vector<std::pair<int64_t, int64_t>> bigShapes = {{2000, 2000}, {1000000, 64}, {200000, 2000}, {3001, 2999},
+                                                        {3001, 2946}};
   if (tiny) {
     // racecheck tracks every shared-memory access: keep the work small.
     smallShapes.erase(std::remove_if(smallShapes.begin(), smallShapes.end(),
