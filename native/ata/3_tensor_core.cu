@@ -4,11 +4,11 @@
 // registers, a banded tile order for L2 reuse, and split-K with a deterministic reduce: every tile
 // split when the tiles cannot fill the device, or only the tiles of a last partial wave, which run
 // as K-pieces after the whole tiles (tail split); whole tiles leave through shared memory as bulk
-// copies (BulkStore); on diagonal and last-column tiles the warps with nothing to do skip the product.
-// H100, 8000², 150 ms idle before each run (h100-dc89770-a-ata-time.log in
-// bench/results/logs/h100-2026-11-27): 8.56 ms (59.8 TFLOP/s of useful n³ flops, 89% of the FP64
-// tensor peak), cuBLAS DSYRK + mirror 10.86 ms; alternated with DSYRK under the 700 W cap both
-// take about 10.6-10.9 ms (issue 34). Its rate against DSYRK, from the pair protocol, is in
+// copies (BulkStore).
+// H100, 8000², 150 ms idle before each run (h100-c206c64-ata-time.log in
+// bench/results/logs/h100-2026-11-27): 8.67 ms (59.1 TFLOP/s of useful n³ flops, 88% of the FP64
+// tensor peak), cuBLAS DSYRK + mirror 11.00 ms; alternated with DSYRK under the 700 W cap both
+// take about 10.7-10.9 ms (issue 34). Its rate against DSYRK, from the pair protocol, is in
 // bench/results/README.md; bench/dev/ata/NOTES.md has each version between.
 // Bench method: fast
 #include <cuda.h>  // CUtensorMap and its enums only: cuTensorMapEncodeTiled comes from the driver at run time
@@ -557,6 +557,16 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     constexpr int Steps = BK / KS;
     static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
     // Skip (SkipIdle's idle warps): the same copies, waits and barriers, no fragments and no MMAs.
+    // SkipIdle's busy and idle warps meet at the barriers of two copies of the loop, i.e. at
+    // different instructions: that needs the unaligned barrier (__syncthreads is bar.sync, i.e.
+    // barrier.sync.aligned, which every thread of the block must reach at the same instruction;
+    // compute-sanitizer's synccheck reports it there as divergent threads in block).
+    auto blockSync = [] {
+      if constexpr (Cfg::SkipIdle)
+        asm volatile("barrier.sync 0;\n" ::: "memory");
+      else
+        __syncthreads();
+    };
     auto mainLoop = [&](auto skipTag) {
       constexpr bool Skip = decltype(skipTag)::value;
       double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
@@ -573,7 +583,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
           for (int s = 0; s < Stages; ++s) mbarInit(&full[s], 1);
           fenceBarrierInit();
         }
-        __syncthreads();
+        blockSync();
         if (tid == 0) {
 #pragma unroll
           for (int s = 0; s < Stages; ++s)
@@ -587,7 +597,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
           copyCommit();
         }
         copyWait<Stages - 1>();
-        __syncthreads();
+        blockSync();
       }
       Cfg::mark(1);
       frags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
@@ -598,7 +608,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         for (int s = 0; s < Steps; ++s) {
           if (s == Steps - 1 && Tma) {
             if (kt + 1 < kTiles && !Skip) waitStage(kt + 1);
-            __syncthreads();  // no warp reads slot kt % Stages any more
+            blockSync();  // no warp reads slot kt % Stages any more
             if (tid == 0 && kt + Stages < kTiles) {
               fenceSharedForBulk();  // the warps' reads of the slot before the copy engine's writes
               tmaStage(kt + Stages, kt % Stages);
@@ -609,7 +619,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
             }
           } else if (s == Steps - 1) {
             copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
-            __syncthreads();
+            blockSync();
             if constexpr (!Cfg::InterleaveCopy) {
               if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
               copyCommit();
@@ -1023,12 +1033,14 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // -2%, 10000² -1%, NOTES.md §10). TmaLoad: one tensor copy per operand and stage instead of every
 // thread's cp.async chunks (issue 34: 4-5% faster from 4000² to 16000², 109 registers instead of
 // 126, NOTES.md §11); odd n, or no tensor map from the driver, keeps the 8-byte cp.async copies.
-// SkipIdle: on diagonal and last-column tiles the warps with nothing to compute skip the product.
+// SkipIdle (idle warps of diagonal and last-column tiles skip the product) is off: as first
+// measured (dc89770) its two loop copies met at aligned barriers, which synccheck rejects; with the
+// unaligned barrier it has not been timed or checked yet (bench/dev/ata/NOTES.md §11.4).
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
 using FastLarge90 =
-    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;

@@ -451,10 +451,12 @@ static_assert(LargeBulk::BulkStore && !LargeNoBulk::BulkStore, "the A/B pair");
 // large config before that, every thread's cp.async chunks (NOTES.md §11).
 using LargeCpAsync = LargeBulk;
 static_assert(d::FastLarge90::TmaLoad && !LargeCpAsync::TmaLoad && LargeCpAsync::BulkStore, "the A/B pair");
-// ... and then SkipIdle (idle warps of diagonal and last-column tiles skip the product); LargeTma is
-// the large config with tensor copies before it.
-using LargeTma = d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
-static_assert(d::FastLarge90::SkipIdle && !LargeTma::SkipIdle && LargeTma::TmaLoad, "the A/B pair");
+// LargeSkipIdle: FastLarge90 with SkipIdle (idle warps of diagonal and last-column tiles skip the
+// product), shipped in dc89770 with aligned barriers (synccheck: divergent threads in block), now with
+// the unaligned barrier and not shipped until timed and checked again (NOTES.md §11.4).
+using LargeSkipIdle =
+    d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
+static_assert(!d::FastLarge90::SkipIdle && LargeSkipIdle::SkipIdle && LargeSkipIdle::TmaLoad, "the A/B pair");
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -631,12 +633,14 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
                    uncachedPrepare<d::FastSmall90>();
                    return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
-    // Issue 34: `fast` before its stage slabs came by tensor copies, and before SkipIdle (NOTES.md §11).
+    // Issue 34: `fast` before its stage slabs came by tensor copies, and with SkipIdle (NOTES.md §11).
     m.push_back({"v.large.a8", misalignedA<d::FastLarge90>(), 1, true});  // maxColsTimed 1: never timed
     m.push_back({"v.large.cpasync", forced<LargeCpAsync>(), 0, true});
-    m.push_back({"v.large.tma", forced<LargeTma>(), 0, true});
-    m.push_back({"v9.fast.tma", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<LargeTma, d::FastSmall90>(A, C, r, c, s);
+    m.push_back({"v.large.skipidle", forced<LargeSkipIdle>(), 0, true});
+    m.push_back({"v.large.skipidle.tail3", forcedTail<LargeSkipIdle>(3), 0, true});
+    m.push_back({"v.large.skipidle.a8", misalignedA<LargeSkipIdle>(), 1, true});
+    m.push_back({"fast.skipidle", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<LargeSkipIdle, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
     m.push_back({"v8.fast.cpasync", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<LargeCpAsync, d::FastSmall90>(A, C, r, c, s);
@@ -949,7 +953,8 @@ void printPlans() {
   printKernel<ProbeTimed, true>("ProbeTimed");
   printKernel<LargeBulk, true>("LargeBulk");
   printKernel<LargeCpAsync, true>("LargeCpAsync");
-  printKernel<LargeTma, true>("LargeTma");
+  printKernel<LargeSkipIdle, true>("LargeSkipIdle");
+  printKernel<LargeSkipIdle, false>("LargeSkipIdle");
   printKernel<LargeBulk, true, true>("LargeBulk");
   printKernel<LargeBulk, false>("LargeBulk");
   printKernel<LargeNoBulk, true>("LargeNoBulk");
