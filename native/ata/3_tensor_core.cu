@@ -556,7 +556,6 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     // load while the last MMAs of stage kt run.
     constexpr int Steps = BK / KS;
     static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
-    // Skip (SkipIdle's idle warps): the same copies, waits and barriers, no fragments and no MMAs.
     // SkipIdle's busy and idle warps meet at the barriers of two copies of the loop, i.e. at
     // different instructions: that needs the unaligned barrier (__syncthreads is bar.sync, i.e.
     // barrier.sync.aligned, which every thread of the block must reach at the same instruction;
@@ -567,6 +566,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       else
         __syncthreads();
     };
+    // Skip (SkipIdle's idle warps): the same copies, waits and barriers, no fragments and no MMAs.
     auto mainLoop = [&](auto skipTag) {
       constexpr bool Skip = decltype(skipTag)::value;
       double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
