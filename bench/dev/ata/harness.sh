@@ -22,7 +22,8 @@
 #   hostplan   the host cost of launchFast's planning
 #   ncu        the DMMA pipe, stall reasons and shared-memory traffic of METHODS under ncu
 #   sass       the DMMA instructions of the build (cuobjdump)
-#   memcheck, racecheck   compute-sanitizer over the tiny shapes (METHODS)
+#   memcheck, racecheck, synccheck   compute-sanitizer over the tiny shapes (SAN_METHODS, default fast);
+#              synccheck: every __syncthreads reached by the whole block at one instruction (NOTES.md §11.4)
 set -o pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/ata-harness}
@@ -95,7 +96,7 @@ smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct,smsp__warp_issue_stall
       build
       cuobjdump --dump-sass $H | grep -oE 'DMMA[.0-9A-Za-z]*' | sort | uniq -c | tee -a "$S"
       ;;
-    memcheck | racecheck)
+    memcheck | racecheck | synccheck)
       build
       tool=$step
       extra=
