@@ -24,6 +24,7 @@
 #include "ata/ata.h"
 #include "ata/common.cuh"
 #include "core/cp_async.h"
+#include "core/driver_entry.h"
 #include "core/math.h"
 #include "core/mbarrier.cuh"
 #include "core/pool.h"
@@ -914,24 +915,10 @@ cudaError_t planFast(const double* A, int64_t rows, int64_t n, double rate, int 
 }
 
 // The driver's cuTensorMapEncodeTiled, looked up once (the addon links only cudart); null when the
-// driver has none. cudaGetDriverEntryPointByVersion is CUDA 12.5's: the 12.4 fallback build asks
-// cudaGetDriverEntryPoint, which gives the symbol's version for its runtime (12000, the only one).
+// driver has none.
 inline PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    const cudaError_t err =
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
-#else
-    const cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &found);
-#endif
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      p = nullptr;
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
+  static const auto encode =
+      reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(driverEntryPoint("cuTensorMapEncodeTiled"));
   return encode;
 }
 

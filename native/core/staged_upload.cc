@@ -1,6 +1,6 @@
 #include "staged_upload.h"
 
-// Types and enums of the driver API only: its functions come from cudaGetDriverEntryPointByVersion.
+// Types and enums of the driver API only: its functions come from driverEntryPoint.
 #include <cuda.h>
 
 #include <algorithm>
@@ -13,6 +13,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/driver_entry.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -327,11 +329,9 @@ bool findEntryPoints(Stager& st, std::string* why) {
     const std::pair<const char*, StreamValue32*> wanted[] = {{"cuStreamWaitValue32", &st.waitValue32},
                                                              {"cuStreamWriteValue32", &st.writeValue32}};
     for (auto& [name, fn] : wanted) {
-      void* p = nullptr;
-      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-      const cudaError_t err = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found);
-      if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
-        cudaGetLastError();
+      cudaError_t err = cudaSuccess;
+      void* p = driverEntryPoint(name, &err);
+      if (p == nullptr) {
         st.entryReason = std::string("the driver has no ") + name +
                          (err != cudaSuccess ? std::string(" (") + cudaGetErrorName(err) + ")" : "");
         st.waitValue32 = st.writeValue32 = nullptr;

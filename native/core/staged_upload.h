@@ -18,7 +18,7 @@
 // copied out), then publish ready[s] = g. They make no CUDA calls, and take a chunk only when its slot
 // is already free, so a staging thread never waits for the GPU while holding work another upload needs.
 //
-// Plain C++/CUDA, no N-API. Uses the driver API through cudaGetDriverEntryPointByVersion (nothing links
+// Plain C++/CUDA, no N-API. Uses the driver API through driverEntryPoint, core/driver_entry.h (nothing links
 // libcuda at build time); where the driver or device lacks stream memory operations, stagedUpload()
 // returns null and the caller stages on its own thread as before.
 #pragma once
