@@ -287,7 +287,7 @@ __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, i
                                               bool diag, const double (&acc)[MT][NT][4], int wm0, int wn0,
                                               int g, int t, int tid) {
   constexpr int BM = Cfg::BM, Pitch = BM + 2;
-  static_assert(Cfg::PairB && static_cast<size_t>(BM) * Pitch * sizeof(double) <= Cfg::Smem,
+  static_assert(Cfg::PairB && static_cast<size_t>(BM) * Pitch * sizeof(double) <= Cfg::StageBytes,
                 "bulk store plan");
   // Thread (g, t) holds, for fragment row block mi and column group q, rows lr, lr + 1 and columns
   // lc .. lc + 3 (PairB layout, as in the direct epilogue).
@@ -937,20 +937,28 @@ bool makeTensorMap(const double* A, int64_t rows, int64_t n, CUtensorMap& map) {
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The loads of a launch: a vec16 launch of a TmaLoad config needs A's tensor map in `map`; without one
+// it takes the 8-byte cp.async kernel instead (vec16 becomes false), whose shared-memory opt-in is made
+// here. Other configs leave both as they are (the kernel never reads the all-zero map).
 template <class Cfg>
-cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
-                          const FastPlan& plan, int bandRows = kBandRows) {
-  CUtensorMap map{};  // all zeros: configs without TmaLoad never read it
-  bool vec16 = plan.vec16;
+cudaError_t prepareLoads(const double* A, int64_t rows, int64_t n, bool& vec16, CUtensorMap& map) {
   if constexpr (Cfg::TmaLoad) {
     if (vec16 && !makeTensorMap<Cfg>(A, rows, n, map)) {
-      // No tensor map: the 8-byte cp.async instantiation, which needs its own shared-memory opt-in.
       int perSm = 0;
       const cudaError_t err = prepareKernel<Cfg, false>(perSm);
       if (err != cudaSuccess) return err;
       vec16 = false;
     }
   }
+  return cudaSuccess;
+}
+
+template <class Cfg>
+cudaError_t launchPlanned(const double* A, double* C, int64_t rows, int64_t n, cudaStream_t stream,
+                          const FastPlan& plan, int bandRows = kBandRows) {
+  CUtensorMap map{};
+  bool vec16 = plan.vec16;
+  if (const cudaError_t err = prepareLoads<Cfg>(A, rows, n, vec16, map); err != cudaSuccess) return err;
   auto kernel = vec16 ? ata_mma_sym_kernel<Cfg, true> : ata_mma_sym_kernel<Cfg, false>;
   const int64_t T64 = ceilDiv(n, Cfg::BM);
   const int64_t tiles = T64 * (T64 + 1) / 2;

@@ -397,15 +397,11 @@ LaunchFn wholeWavesOnly() {
     const int64_t waves = std::max<int64_t>(1, tiles / (sms * plan.perSm)) * sms * plan.perSm;
     const d::SplitPlan sp{ck::ceilDiv(r, Cfg::BK), tiles, 0, 0};
     // FastLarge90 loads by tensor copies (TmaLoad): its vec16 kernel needs A's tensor map, as in
-    // launchPlanned (an all-zero map faults); without one, the 8-byte cp.async kernel.
+    // launchPlanned (an all-zero map faults).
     CUtensorMap map{};
     bool vec16 = plan.vec16;
-    if (vec16 && !d::makeTensorMap<Cfg>(A, r, c, map)) {
-      int perSm = 0;
-      err = d::prepareKernel<Cfg, false>(perSm);
-      if (err != cudaSuccess) return err;
-      vec16 = false;
-    }
+    err = d::prepareLoads<Cfg>(A, r, c, vec16, map);
+    if (err != cudaSuccess) return err;
     auto kernel = vec16 ? d::ata_mma_sym_kernel<Cfg, true, Tail> : d::ata_mma_sym_kernel<Cfg, false, Tail>;
     kernel<<<static_cast<unsigned>(std::min(waves, tiles)), Cfg::Threads, Cfg::Smem, s>>>(
         A, C, nullptr, r, c, static_cast<int>(T), d::kBandRows, sp, map);
@@ -538,8 +534,8 @@ void hostPlanCost() {
 }
 
 // Correctness only: A copied to 8 bytes past a 16-byte boundary, so that an even n takes the 8-byte
-// cp.async kernel (no tensor copies) with the bulk-copy epilogue and SkipIdle: the kernel that also
-// runs where the driver gives no tensor map. Not timed (the copy would be in the time).
+// cp.async kernel (no tensor copies) with the bulk-copy epilogue (and SkipIdle, if Cfg has it): the
+// kernel that also runs where the driver gives no tensor map. Not timed (the copy would be in the time).
 template <class Cfg>
 LaunchFn misalignedA() {
   return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
