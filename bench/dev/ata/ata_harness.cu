@@ -31,6 +31,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <type_traits>
 #include <memory>
 #include <tuple>
 #include <random>
@@ -447,12 +448,16 @@ static_assert(LargeBulk::BulkStore && !LargeNoBulk::BulkStore, "the A/B pair");
 // large config before that, every thread's cp.async chunks (NOTES.md §11).
 using LargeCpAsync = LargeBulk;
 static_assert(d::FastLarge90::TmaLoad && !LargeCpAsync::TmaLoad && LargeCpAsync::BulkStore, "the A/B pair");
-// LargeSkipIdle: FastLarge90 with SkipIdle (idle warps of diagonal and last-column tiles skip the
-// product), shipped in dc89770 with aligned barriers (synccheck: divergent threads in block), now with
-// the unaligned barrier and not shipped until timed and checked again (NOTES.md §11.4).
+// LargeTma and LargeSkipIdle: the tensor-copy config without and with SkipIdle (idle warps of
+// diagonal and last-column tiles skip the product; dc89770 had it with aligned barriers, which
+// synccheck rejects, NOTES.md §11.4; it now meets at the unaligned barrier). FastLarge90 is one of
+// the two; `fast.tma` and `fast.skipidle` time both whichever ships.
+using LargeTma =
+    d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
 using LargeSkipIdle =
     d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
-static_assert(!d::FastLarge90::SkipIdle && LargeSkipIdle::SkipIdle && LargeSkipIdle::TmaLoad, "the A/B pair");
+static_assert(std::is_same_v<d::FastLarge90, LargeTma> || std::is_same_v<d::FastLarge90, LargeSkipIdle>,
+              "the A/B pair");
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -637,6 +642,10 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v.large.skipidle.a8", misalignedA<LargeSkipIdle>(), 1, true});
     m.push_back({"fast.skipidle", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<LargeSkipIdle, d::FastSmall90>(A, C, r, c, s);
+                 }, 0, true});
+    m.push_back({"v.large.tma", forced<LargeTma>(), 0, true});
+    m.push_back({"fast.tma", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<LargeTma, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
     m.push_back({"v8.fast.cpasync", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<LargeCpAsync, d::FastSmall90>(A, C, r, c, s);
