@@ -1035,7 +1035,7 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
 using FastLarge90 =
-    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;
