@@ -138,7 +138,7 @@ __device__ __forceinline__ void cpAsyncZfill(void* dst, const void* src, int byt
 template <int BM_, int WarpsM_, int WarpsN_, int BK_, int Stages_, MmaShape Shape_, int KS_,
           bool PairB_ = true, int MinBlocks_ = 1, bool Pipelined_ = false, bool InterleaveCopy_ = false,
           bool LeanCopy_ = false, bool SkipLower_ = false, bool BulkStore_ = false, bool TmaLoad_ = false,
-          bool SkipIdle_ = false>
+          bool SkipIdle_ = false, int FragBufs_ = 2>
 struct FastConfig {
   static constexpr int BM = BM_;  // square output tile: both operands are column slabs of A
   static constexpr int WarpsM = WarpsM_, WarpsN = WarpsN_;
@@ -179,6 +179,12 @@ struct FastConfig {
   // w % 4), and the idle warps run a second copy of the main loop with only the copies and
   // barriers. Unlike SkipLower's branch in every step, the loop of the other tiles is unchanged.
   static constexpr bool SkipIdle = SkipIdle_;
+  // FragBufs (Pipelined): 2 = a step's fragments load while the previous step's MMAs run (two
+  // register buffers); 1 = one buffer, loaded after the step's MMAs have issued, so that a deeper
+  // MMA shape (m16n8k8: half the instructions and accumulator reads per flop) fits the registers
+  // of 16 warps; the other warps of the scheduler hide the loads' latency.
+  static constexpr int FragBufs = FragBufs_;
+  static_assert(FragBufs == 1 || FragBufs == 2, "one or two fragment buffers");
   static constexpr int Threads = 32 * WarpsM * WarpsN;
   static constexpr int WM = BM / WarpsM, WN = BM / WarpsN;
   static constexpr int MT = WM / 16, NT = WN / 8;  // 16×8 fragments per warp
@@ -570,7 +576,8 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     // Skip (SkipIdle's idle warps): the same copies, waits and barriers, no fragments and no MMAs.
     auto mainLoop = [&](auto skipTag) {
       constexpr bool Skip = decltype(skipTag)::value;
-      double fa[2][MT][KS / 2], fb[2][NT][KS / 4];
+      constexpr int Bufs = Cfg::FragBufs;
+      double fa[Bufs][MT][KS / 2], fb[Bufs][NT][KS / 4];
       auto frags = [&](double(&a)[MT][KS / 2], double(&b)[NT][KS / 4], const double* sI, const double* sJ,
                        int kk) {
         if constexpr (!Skip) loadFrags(a, b, sI, sJ, kk);
@@ -578,6 +585,8 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       auto mmas = [&](const double(&a)[MT][KS / 2], const double(&b)[NT][KS / 4]) {
         if constexpr (!Skip) mmaFrags(a, b);
       };
+      // The buffer of step s (two buffers: alternate; one: always the same).
+      auto buf = [](int s) { return Bufs == 2 ? s & 1 : 0; };
       if constexpr (Tma) {
         if (tid == 0) {
 #pragma unroll
@@ -607,16 +616,23 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         const double* sJ = diag ? sI : sI + Slab;
 #pragma unroll
         for (int s = 0; s < Steps; ++s) {
+          const int cur = buf(s), next = buf(s + 1);
+          // The next step's fragments: with two buffers before this step's MMAs (they load under
+          // them), with one after (the MMAs have read the buffer by then).
+          auto nextFrags = [&] {
+            if (s < Steps - 1) {
+              frags(fa[next], fb[next], sI, sJ, (s + 1) * KS);
+            } else if (kt + 1 < kTiles) {
+              const double* nI = stageI(kt + 1);
+              frags(fa[next], fb[next], nI, diag ? nI : nI + Slab, 0);
+            }
+          };
           if (s == Steps - 1 && Tma) {
             if (kt + 1 < kTiles && !Skip) waitStage(kt + 1);
             blockSync();  // no warp reads slot kt % Stages any more
             if (tid == 0 && kt + Stages < kTiles) {
               fenceSharedForBulk();  // the warps' reads of the slot before the copy engine's writes
               tmaStage(kt + Stages, kt % Stages);
-            }
-            if (kt + 1 < kTiles) {
-              const double* nI = stageI(kt + 1);
-              frags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
             }
           } else if (s == Steps - 1) {
             copyWait<Stages - 2>();  // stage kt + 1 has landed (this thread's part)
@@ -625,19 +641,15 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
               if (kt + Stages < kTiles) loadStage(kt + Stages, kt % Stages);
               copyCommit();
             }
-            if (kt + 1 < kTiles) {
-              const double* nI = stageI(kt + 1);
-              frags(fa[(s + 1) & 1], fb[(s + 1) & 1], nI, diag ? nI : nI + Slab, 0);
-            }
-            if constexpr (Cfg::InterleaveCopy) {
-              mmaFragsCopy(fa[s & 1], fb[s & 1], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages, !Skip);
-              copyCommit();
-              continue;
-            }
-          } else {
-            frags(fa[(s + 1) & 1], fb[(s + 1) & 1], sI, sJ, (s + 1) * KS);
           }
-          mmas(fa[s & 1], fb[s & 1]);
+          if constexpr (Bufs == 2) nextFrags();
+          if (s == Steps - 1 && !Tma && Cfg::InterleaveCopy) {
+            mmaFragsCopy(fa[cur], fb[cur], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages, !Skip);
+            copyCommit();
+          } else {
+            mmas(fa[cur], fb[cur]);
+          }
+          if constexpr (Bufs == 1) nextFrags();
         }
       }
     };

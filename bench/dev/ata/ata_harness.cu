@@ -458,6 +458,14 @@ using LargeSkipIdle =
     d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
 static_assert(std::is_same_v<d::FastLarge90, LargeTma> || std::is_same_v<d::FastLarge90, LargeSkipIdle>,
               "the A/B pair");
+// LargeK8 (issue 34): m16n8k8 instead of m16n8k4, half the MMA instructions and accumulator
+// register reads per flop (energy under the power cap), in one fragment buffer (FragBufs 1: two
+// would spill at 16 warps); LargeK4One is the shipped shape with one buffer, to tell the shape's
+// effect from the buffer's.
+using LargeK8 =
+    d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k8, 8, true, 1, true, true, true, false, true, true, false, 1>;
+using LargeK4One =
+    d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false, 1>;
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -644,6 +652,15 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
                    return d::launchBestOf<LargeSkipIdle, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
     m.push_back({"v.large.tma", forced<LargeTma>(), 0, true});
+    m.push_back({"v.large.k8", forced<LargeK8>(), 0, true});
+    m.push_back({"v.large.k8.tail3", forcedTail<LargeK8>(3), 0, true});
+    m.push_back({"v.large.k4one", forced<LargeK4One>(), 0, true});
+    m.push_back({"fast.k8", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<LargeK8, d::FastSmall90>(A, C, r, c, s);
+                 }, 0, true});
+    m.push_back({"fast.k4one", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+                   return d::launchBestOf<LargeK4One, d::FastSmall90>(A, C, r, c, s);
+                 }, 0, true});
     m.push_back({"fast.tma", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<LargeTma, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
@@ -934,6 +951,9 @@ void printPlans() {
   printKernel<d::FastSmall90, true, true>("FastSmall90");
   printKernel<d::FastSmall90, true>("FastSmall90");
   printKernel<d::FastSmall90, false>("FastSmall90");
+  printKernel<LargeK8, true>("LargeK8 (m16n8k8, 1 buffer)");
+  printKernel<LargeK8, true, true>("LargeK8 (m16n8k8, 1 buffer)");
+  printKernel<LargeK4One, true>("LargeK4One (1 buffer)");
   printKernel<d::FastLarge80, true>("FastLarge80 (m8n8k4)");
   printKernel<d::FastSmall80, true>("FastSmall80 (m8n8k4)");
   printKernel<V1NoPipe, true>("V1NoPipe");
