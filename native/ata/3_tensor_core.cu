@@ -363,12 +363,15 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // The slab is 128-byte aligned for the tensor copies (Slab * 8 is a multiple of 128).
   constexpr bool Tma = Cfg::TmaLoad && Vec16 && Cfg::Pipelined;
   static_assert(!Tma || (Slab * sizeof(double)) % 128 == 0, "tensor copy alignment");
+  // SkipIdle needs the tensor copies: its idle warps leave the product loop, and only with tensor
+  // copies does no warp but warp 0 load the stages.
+  constexpr bool SkipIdle = Cfg::SkipIdle && Tma;
   unsigned long long* full = reinterpret_cast<unsigned long long*>(smem + Stages * 2 * Slab);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   int wmi = warp / Cfg::WarpsN, wni = warp % Cfg::WarpsN;
-  if constexpr (!Cfg::SkipIdle && Cfg::SkipLower && Cfg::WarpsM == 4 && Cfg::WarpsN == 4) {
+  if constexpr (!SkipIdle && Cfg::SkipLower && Cfg::WarpsM == 4 && Cfg::WarpsN == 4) {
     // Warp w runs on scheduler w % 4. Blocks (row, column) as 4·row + column, chosen so that the
     // 6 blocks below the diagonal (row > column) fall 1, 1, 2, 2 on the schedulers: on a diagonal
     // tile the busiest scheduler has 3 active warps instead of 4.
@@ -389,12 +392,13 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // column n (rows past n only occur on the last diagonal tile, below its diagonal there). Warp w
   // takes the w-th block with the busy ones first; with every block busy that is the usual map.
   bool idle = false;
-  if constexpr (Cfg::SkipIdle) {
+  int busyCount = Cfg::WarpsM * Cfg::WarpsN;  // warps that run the product loop
+  if constexpr (SkipIdle) {
     auto busy = [&](int b) {
       const int r = b / Cfg::WarpsN, c = b % Cfg::WarpsN;
       return (!diag || r * Cfg::WM < (c + 1) * Cfg::WN) && j0 + c * Cfg::WN < n;
     };
-    int busyCount = 0;
+    busyCount = 0;
 #pragma unroll
     for (int b = 0; b < Cfg::WarpsM * Cfg::WarpsN; ++b) busyCount += busy(b);
     int nextBusy = 0, nextIdle = busyCount, pick = 0;
@@ -409,7 +413,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   }
   const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
   // SkipLower: this warp's block is entirely below the diagonal of a diagonal tile (warp-uniform).
-  if constexpr (!Cfg::SkipIdle) idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
+  if constexpr (!SkipIdle) idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
   const int64_t kBegin = work.split * work.kPer * BK;
   const int64_t kEnd = min(rows, kBegin + work.kPer * BK);
   const int kTiles = static_cast<int>(ceilDiv(kEnd - kBegin, BK));
@@ -470,7 +474,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   // Fragments of one KS-deep step: A for MT 16-row blocks, B for NT 8-column blocks.
   auto loadFrags = [&](double(&fa)[MT][KS / 2], double(&fb)[NT][KS / 4], const double* sI, const double* sJ,
                        int kk) {
-    if (!Cfg::SkipIdle && idle) return;  // SkipIdle: mainLoop leaves them out instead
+    if (!SkipIdle && idle) return;  // SkipIdle: idle warps do not run the loop
 #pragma unroll
     for (int u = 0; u < KS / 4; ++u) {
       const double* row = sJ + (kk + t + 4 * u) * LDS + wn0;
@@ -495,7 +499,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
   };
   auto mmaFrags = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4]) {
-    if (!Cfg::SkipIdle && idle) return;  // SkipIdle: mainLoop leaves them out instead
+    if (!SkipIdle && idle) return;  // SkipIdle: idle warps do not run the loop
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
@@ -503,11 +507,10 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   };
   // The same MMAs with the copy of k-tile kt (kt < 0: none) into slot `stage` spread between the
   // rows of MMAs.
-  auto mmaFragsCopy = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4], int kt, int stage,
-                          bool mma) {
+  auto mmaFragsCopy = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4], int kt, int stage) {
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
-      if (mma && (Cfg::SkipIdle || !idle)) {
+      if (SkipIdle || !idle) {
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
       }
@@ -563,28 +566,24 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     // load while the last MMAs of stage kt run.
     constexpr int Steps = BK / KS;
     static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
-    // SkipIdle's busy and idle warps meet at the barriers of two copies of the loop, i.e. at
-    // different instructions: that needs the unaligned barrier (__syncthreads is bar.sync, i.e.
-    // barrier.sync.aligned, which every thread of the block must reach at the same instruction;
-    // compute-sanitizer's synccheck reports it there as divergent threads in block).
-    auto blockSync = [] {
-      if constexpr (Cfg::SkipIdle)
-        asm volatile("barrier.sync 0;\n" ::: "memory");
+    // SkipIdle: only the busy warps (warp 0 among them) run the loop; the idle ones go on to the
+    // epilogue, whose first barrier (all threads) waits for the busy ones. The loop's barriers are
+    // then named barrier 1 for the busy warps' threads, which all reach it at the same instruction
+    // (an earlier form ran the idle warps through a second copy of the loop and met them at the
+    // unaligned barrier: correct, but more cycles, NOTES.md §11.5).
+    const unsigned loopThreads = 32u * static_cast<unsigned>(busyCount);
+    auto blockSync = [&] {
+      if constexpr (SkipIdle)
+        asm volatile("bar.sync 1, %0;\n" ::"r"(loopThreads) : "memory");
       else
         __syncthreads();
     };
-    // Skip (SkipIdle's idle warps): the same copies, waits and barriers, no fragments and no MMAs.
-    auto mainLoop = [&](auto skipTag) {
-      constexpr bool Skip = decltype(skipTag)::value;
+    auto mainLoop = [&] {
       constexpr int Bufs = Cfg::FragBufs;
       double fa[Bufs][MT][KS / 2], fb[Bufs][NT][KS / 4];
       auto frags = [&](double(&a)[MT][KS / 2], double(&b)[NT][KS / 4], const double* sI, const double* sJ,
-                       int kk) {
-        if constexpr (!Skip) loadFrags(a, b, sI, sJ, kk);
-      };
-      auto mmas = [&](const double(&a)[MT][KS / 2], const double(&b)[NT][KS / 4]) {
-        if constexpr (!Skip) mmaFrags(a, b);
-      };
+                       int kk) { loadFrags(a, b, sI, sJ, kk); };
+      auto mmas = [&](const double(&a)[MT][KS / 2], const double(&b)[NT][KS / 4]) { mmaFrags(a, b); };
       // The buffer of step s (two buffers: alternate; one: always the same).
       auto buf = [](int s) { return Bufs == 2 ? s & 1 : 0; };
       if constexpr (Tma) {
@@ -599,7 +598,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
           for (int s = 0; s < Stages; ++s)
             if (s < kTiles) tmaStage(s, s);
         }
-        if (kTiles > 0 && !Skip) waitStage(0);
+        if (kTiles > 0) waitStage(0);
       } else {
 #pragma unroll
         for (int s = 0; s < Stages; ++s) {
@@ -628,7 +627,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
             }
           };
           if (s == Steps - 1 && Tma) {
-            if (kt + 1 < kTiles && !Skip) waitStage(kt + 1);
+            if (kt + 1 < kTiles) waitStage(kt + 1);
             blockSync();  // no warp reads slot kt % Stages any more
             if (tid == 0 && kt + Stages < kTiles) {
               fenceSharedForBulk();  // the warps' reads of the slot before the copy engine's writes
@@ -644,7 +643,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
           }
           if constexpr (Bufs == 2) nextFrags();
           if (s == Steps - 1 && !Tma && Cfg::InterleaveCopy) {
-            mmaFragsCopy(fa[cur], fb[cur], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages, !Skip);
+            mmaFragsCopy(fa[cur], fb[cur], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages);
             copyCommit();
           } else {
             mmas(fa[cur], fb[cur]);
@@ -653,10 +652,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         }
       }
     };
-    if (Cfg::SkipIdle && idle)
-      mainLoop(std::true_type{});
-    else
-      mainLoop(std::false_type{});
+    if (!(SkipIdle && idle)) mainLoop();
   }
   copyWait<0>();
   Cfg::mark(2);
@@ -1047,7 +1043,7 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
 using FastLarge90 =
-    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;

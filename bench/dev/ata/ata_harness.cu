@@ -449,9 +449,11 @@ static_assert(LargeBulk::BulkStore && !LargeNoBulk::BulkStore, "the A/B pair");
 using LargeCpAsync = LargeBulk;
 static_assert(d::FastLarge90::TmaLoad && !LargeCpAsync::TmaLoad && LargeCpAsync::BulkStore, "the A/B pair");
 // LargeTma and LargeSkipIdle: the tensor-copy config without and with SkipIdle (idle warps of
-// diagonal and last-column tiles skip the product; dc89770 had it with aligned barriers, which
-// synccheck rejects, NOTES.md §11.4; it now meets at the unaligned barrier). FastLarge90 is one of
-// the two; `fast.tma` and `fast.skipidle` time both whichever ships.
+// diagonal and last-column tiles skip the product loop; its first forms met the idle warps at the
+// block barrier from a second copy of the loop, aligned in dc89770, which synccheck rejects, then
+// unaligned in 1dd9930, more cycles; now they leave the loop and the busy warps meet at a named
+// barrier of their own, NOTES.md §11.5). FastLarge90 is one of the two; `fast.tma` and
+// `fast.skipidle` time both whichever ships.
 using LargeTma =
     d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
 using LargeSkipIdle =
