@@ -1036,14 +1036,15 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // -2%, 10000² -1%, NOTES.md §10). TmaLoad: one tensor copy per operand and stage instead of every
 // thread's cp.async chunks (issue 34: 4-5% faster from 4000² to 16000², 109 registers instead of
 // 126, NOTES.md §11); odd n, or no tensor map from the driver, keeps the 8-byte cp.async copies.
-// SkipIdle (idle warps of diagonal and last-column tiles skip the product) is off: its two loop
-// copies must meet at the unaligned barrier (synccheck rejects the aligned one), and with it the
-// kernel takes more cycles than without (bench/dev/ata/NOTES.md §11.5).
+// SkipIdle (idle warps of diagonal and last-column tiles skip the product loop) is off: it takes
+// 1-2% fewer cycles at 8000² to 20000×8000, but its runs got a lower SM clock, so it was no faster
+// in time or in the pair protocol (H100, bench/dev/ata/NOTES.md §11.5). FragBufs 1 with m16n8k8
+// (half the MMA instructions) was 2-3% slower.
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
 // measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
 using FastLarge90 =
-    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, true>;
+    FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
 using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;
