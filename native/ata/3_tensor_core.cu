@@ -148,7 +148,7 @@ struct FastConfig {
   // group, so each thread loads both with one 16-byte access, like A.
   static constexpr bool PairB = PairB_;
   static constexpr int MinBlocks = MinBlocks_;
-  static constexpr bool Pipelined = Pipelined_;  // fragments double-buffered in registers
+  static constexpr bool Pipelined = Pipelined_;  // fragments pipelined in registers (FragBufs)
   // Pipelined only: the cp.async refill of a stage slot is issued in pieces between the MMA rows
   // of the last step instead of all at once before them, so the tensor pipe is fed right after
   // the barrier.
@@ -173,11 +173,12 @@ struct FastConfig {
   // A slot is refilled after the block barrier each stage already had (per-slot "empty" mbarriers
   // instead, with or without a stage of lag, timed the same: NOTES.md §11).
   static constexpr bool TmaLoad = TmaLoad_;
-  // SkipIdle (Pipelined): on diagonal tiles and on the tiles of the last column, whose warp blocks
-  // lie partly below the diagonal or right of column n, the warps are mapped to blocks busy ones
-  // first, so that the busy blocks spread evenly over the four schedulers (warp w runs on scheduler
-  // w % 4), and the idle warps run a second copy of the main loop with only the copies and
-  // barriers. Unlike SkipLower's branch in every step, the loop of the other tiles is unchanged.
+  // SkipIdle (Pipelined, only with TmaLoad's tensor copies: the 8-byte cp.async kernel ignores it):
+  // on diagonal tiles and on the tiles of the last column, whose warp blocks lie partly below the
+  // diagonal or right of column n, the warps are mapped to blocks busy ones first, so that the busy
+  // blocks spread evenly over the four schedulers (warp w runs on scheduler w % 4), and the idle
+  // warps skip the main loop, whose barriers then count only the busy warps. Unlike SkipLower's
+  // branch in every step, the loop of the other tiles is unchanged.
   static constexpr bool SkipIdle = SkipIdle_;
   // FragBufs (Pipelined): 2 = a step's fragments load while the previous step's MMAs run (two
   // register buffers); 1 = one buffer, loaded after the step's MMAs have issued, so that a deeper
@@ -558,16 +559,18 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       }
     }
   } else {
-    // Fragments are double-buffered in registers: step s + 1 is read from shared memory while the
-    // tensor cores run step s, so shared-memory latency hides behind MMAs instead of stalling
-    // (with two warps per scheduler there is too little other work to hide it). The barrier sits
-    // before the last step of a stage: by then every warp has all of stage kt in registers, so its
-    // slot can be refilled (all Stages slots prefetch), and the first fragments of stage kt + 1
-    // load while the last MMAs of stage kt run.
+    // Fragments are double-buffered in registers (FragBufs 2): step s + 1 is read from shared memory
+    // while the tensor cores run step s, so shared-memory latency hides behind MMAs instead of
+    // stalling (with two warps per scheduler there is too little other work to hide it); with one
+    // buffer, step s + 1 is read right after step s's MMAs issue. The barrier sits before the last
+    // step of a stage: by then every warp has all of stage kt in registers, so its slot can be
+    // refilled (all Stages slots prefetch), and the first fragments of stage kt + 1 load with (two
+    // buffers) or after (one) the last MMAs of stage kt.
     constexpr int Steps = BK / KS;
     static_assert(Steps % 2 == 0, "an even number of steps per stage keeps the register buffers in phase");
     // SkipIdle: only the busy warps (warp 0 among them) run the loop; the idle ones go on to the
-    // epilogue, whose first barrier (all threads) waits for the busy ones. The loop's barriers are
+    // epilogue (the bulk store's first barrier, all threads, waits there for the busy ones before
+    // the stage memory is reused; a partial tile's stores need no barrier). The loop's barriers are
     // then named barrier 1 for the busy warps' threads, which all reach it at the same instruction
     // (an earlier form ran the idle warps through a second copy of the loop and met them at the
     // unaligned barrier: correct, but more cycles, NOTES.md §11.5).
