@@ -350,6 +350,15 @@ LaunchFn forced(int splits = 0) {
   };
 }
 
+// `fast` with another large config: launchBestOf chooses between it and the small config, as
+// launchFast does with FastLarge90.
+template <class Large>
+LaunchFn fastWith() {
+  return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
+    return d::launchBestOf<Large, d::FastSmall90>(A, C, r, c, s);
+  };
+}
+
 // One config with a forced tail split: the last max(1, tiles / 2) tiles in `pieces` K-pieces each
 // (fewer where K is short), so that small shapes run whole tiles, pieces and the reduce together.
 template <class Cfg>
@@ -651,25 +660,15 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v.large.skipidle", forced<LargeSkipIdle>(), 0, true});
     m.push_back({"v.large.skipidle.tail3", forcedTail<LargeSkipIdle>(3), 0, true});
     m.push_back({"v.large.skipidle.a8", misalignedA<LargeSkipIdle>(), 1, true});
-    m.push_back({"fast.skipidle", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<LargeSkipIdle, d::FastSmall90>(A, C, r, c, s);
-                 }, 0, true});
+    m.push_back({"fast.skipidle", fastWith<LargeSkipIdle>(), 0, true});
     m.push_back({"v.large.tma", forced<LargeTma>(), 0, true});
     m.push_back({"v.large.k8", forced<LargeK8>(), 0, true});
     m.push_back({"v.large.k8.tail3", forcedTail<LargeK8>(3), 0, true});
     m.push_back({"v.large.k4one", forced<LargeK4One>(), 0, true});
-    m.push_back({"fast.k8", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<LargeK8, d::FastSmall90>(A, C, r, c, s);
-                 }, 0, true});
-    m.push_back({"fast.k4one", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<LargeK4One, d::FastSmall90>(A, C, r, c, s);
-                 }, 0, true});
-    m.push_back({"fast.tma", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<LargeTma, d::FastSmall90>(A, C, r, c, s);
-                 }, 0, true});
-    m.push_back({"v8.fast.cpasync", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-                   return d::launchBestOf<LargeCpAsync, d::FastSmall90>(A, C, r, c, s);
-                 }, 0, true});
+    m.push_back({"fast.k8", fastWith<LargeK8>(), 0, true});
+    m.push_back({"fast.k4one", fastWith<LargeK4One>(), 0, true});
+    m.push_back({"fast.tma", fastWith<LargeTma>(), 0, true});
+    m.push_back({"v8.fast.cpasync", fastWith<LargeCpAsync>(), 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
