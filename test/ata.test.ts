@@ -96,17 +96,17 @@ describeGpu('atA', () => {
     expect(symmetryDefect(got, cols)).toBe(0);
   });
 
-  // The large config's tensor-copy loads and SkipIdle at their edges (sm_90, n even). 3001×2946:
-  // 2946 = 23·128 + 2, so the last tile column holds 2 columns of C (one busy warp column; 130 of
-  // the box's 132 columns lie outside A and come as zeros) and its last tile is also diagonal (one
-  // busy warp of 16); 3001 rows end in a 25-row k-tile, and on 132-SM GPUs the last 36 tiles run as
-  // 2 K-pieces (the second from row 1504). 20001×770: uniform split-K (9 splits on 132 SMs) whose
-  // last split ends in a 1-row k-tile, 770 = 6·128 + 2. C poisoned with NaN; fast against tiled.
+  // The large config's tensor-copy loads at their edges (sm_90, n even). 3001×2946: 2946 =
+  // 23·128 + 2, so the last tile column holds 2 columns of C (130 of the box's 132 columns lie
+  // outside A and come as zeros) and its last tile is also diagonal; 3001 rows end in a 25-row
+  // k-tile, and on 132-SM GPUs the last 36 tiles run as 2 K-pieces (the second from row 1504).
+  // 20001×770: uniform split-K (9 splits on 132 SMs) whose last split ends in a 1-row k-tile,
+  // 770 = 6·128 + 2. C poisoned with NaN; fast against tiled.
   test.each([
     [3001, 2946],
     [20001, 770],
   ])(
-    'fast at %i×%i (tensor copies past A, idle warps) agrees with tiled, every element written, exactly symmetric',
+    'fast at %i×%i (tensor copies past A, partial k-tiles) agrees with tiled, every element written, exactly symmetric',
     async (rows, cols) => {
       using a = ck.empty('float64', rows * cols).fillRandom(freshSeed());
       using ref = ck.atA(a, rows, cols, { method: 'tiled' });

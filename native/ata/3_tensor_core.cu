@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <type_traits>
 
 #include "ata/ata.h"
 #include "ata/common.cuh"
@@ -511,7 +510,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   auto mmaFragsCopy = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4], int kt, int stage) {
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
-      if (SkipIdle || !idle) {
+      if (!idle) {  // the cp.async path only, where SkipIdle is off
 #pragma unroll
         for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
       }

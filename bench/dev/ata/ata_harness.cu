@@ -654,7 +654,8 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
                    uncachedPrepare<d::FastSmall90>();
                    return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
                  }, 0, true});
-    // Issue 34: `fast` before its stage slabs came by tensor copies, and with SkipIdle (NOTES.md §11).
+    // Issue 34: `fast` before its stage slabs came by tensor copies, and the variants tried on the
+    // tensor-copy config (SkipIdle, one fragment buffer with m16n8k4 and m16n8k8: NOTES.md §11).
     m.push_back({"v.large.a8", misalignedA<d::FastLarge90>(), 1, true});  // maxColsTimed 1: never timed
     m.push_back({"v.large.cpasync", forced<LargeCpAsync>(), 0, true});
     m.push_back({"v.large.skipidle", forced<LargeSkipIdle>(), 0, true});
