@@ -477,6 +477,20 @@ using LargeK8 =
     d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k8, 8, true, 1, true, true, true, false, true, true, false, 1>;
 using LargeK4One =
     d::FastConfig<128, 4, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false, 1>;
+// 64×64 tiles with tensor-copy loads and the bulk epilogue (issue 34, DSYRK's own shape): two or
+// three blocks per SM, so one block's fill and epilogue run under another's product loop, and the
+// lower halves of diagonal tiles and the empty columns of the last tile column are a quarter of
+// what they are at 128 (more L2 traffic per flop: each slab feeds half the columns).
+using SmallTma =
+    d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true, true, true, false, true, true, false>;
+using SmallTmaSkip =
+    d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true, true, true, true, true, true, false>;
+using SmallTmaK4 =
+    d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k4, 4, true, 2, true, true, true, false, true, true, false>;
+using SmallTmaK8 =
+    d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k8, 8, true, 2, true, true, true, false, true, true, false>;
+using SmallTmaK4x3 =
+    d::FastConfig<64, 2, 2, 16, 4, MS::m16n8k4, 4, true, 3, true, true, true, false, true, true, false>;
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -670,6 +684,12 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"fast.k4one", fastWith<LargeK4One>(), 0, true});
     m.push_back({"fast.tma", fastWith<LargeTma>(), 0, true});
     m.push_back({"v8.fast.cpasync", fastWith<LargeCpAsync>(), 0, true});
+    m.push_back({"v.small.tma", forced<SmallTma>(), 0, true});
+    m.push_back({"v.small.tma.skiplower", forced<SmallTmaSkip>(), 0, true});
+    m.push_back({"v.small.tma.k4", forced<SmallTmaK4>(), 0, true});
+    m.push_back({"v.small.tma.k8", forced<SmallTmaK8>(), 0, true});
+    m.push_back({"v.small.tma.k4x3", forced<SmallTmaK4x3>(), 0, true});
+    m.push_back({"v.small.tma.tail3", forcedTail<SmallTma>(3), 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
@@ -957,6 +977,13 @@ void printPlans() {
   printKernel<LargeK8, true>("LargeK8 (m16n8k8, 1 buffer)");
   printKernel<LargeK8, true, true>("LargeK8 (m16n8k8, 1 buffer)");
   printKernel<LargeK4One, true>("LargeK4One (1 buffer)");
+  printKernel<SmallTma, true>("SmallTma");
+  printKernel<SmallTma, true, true>("SmallTma");
+  printKernel<SmallTma, false>("SmallTma");
+  printKernel<SmallTmaSkip, true>("SmallTmaSkip");
+  printKernel<SmallTmaK4, true>("SmallTmaK4");
+  printKernel<SmallTmaK8, true>("SmallTmaK8");
+  printKernel<SmallTmaK4x3, true>("SmallTmaK4x3");
   printKernel<d::FastLarge80, true>("FastLarge80 (m8n8k4)");
   printKernel<d::FastSmall80, true>("FastSmall80 (m8n8k4)");
   printKernel<V1NoPipe, true>("V1NoPipe");
