@@ -1043,11 +1043,17 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // in time or in the pair protocol (H100, bench/dev/ata/NOTES.md §11.5). FragBufs 1 with m16n8k8
 // (half the MMA instructions) was 2-3% slower.
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
-// sizes whose 128-tile count fills the SMs badly; with the same copy changes and SkipLower, as
-// measured (2000²: 0.238 vs 0.248 ms; 200000×2000: 19.6 vs 22.0 ms).
+// sizes whose 128-tile count fills the SMs badly. Tensor-copy loads and the bulk epilogue as in the
+// large config, m16n8k4 in two register buffers (114 registers; m16n8k16 needed 246), no SkipLower:
+// H100, 150 ms gaps, 1000² 0.077 -> 0.065 ms, 2000² 0.227 -> 0.205, 100000×256 0.263 -> 0.230,
+// 1000000×64 0.313 -> 0.294 against the cp.async m16n8k16 config before (issue 34, NOTES.md §11.6).
+// From 4000² to 16000² it takes 32-85% longer than the large config (a 64-tile's k-tile is a quarter
+// of the work, so three stages hide a quarter as much latency), and the planner's kSmallTileRate
+// keeps it to the shapes above.
 using FastLarge90 =
     FastConfig<128, 4, 4, 32, 3, MmaShape::m16n8k4, 4, true, 1, true, true, true, false, true, true, false>;
-using FastSmall90 = FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k16, 16, true, 2, true, true, true, true>;
+using FastSmall90 =
+    FastConfig<64, 2, 2, 32, 3, MmaShape::m16n8k4, 4, true, 2, true, true, true, false, true, true, false>;
 // sm_80 parts allow 163 KB of shared memory per block (A100); 135 KB here.
 using FastLarge80 = FastConfig<128, 4, 4, 16, 4, MmaShape::m8n8k4, 4, true, 1, true>;
 using FastSmall80 = FastConfig<64, 2, 2, 16, 4, MmaShape::m8n8k4, 4, true, 2, true>;

@@ -350,12 +350,12 @@ LaunchFn forced(int splits = 0) {
   };
 }
 
-// `fast` with another large config: launchBestOf chooses between it and the small config, as
-// launchFast does with FastLarge90.
-template <class Large>
+// `fast` with other configs: launchBestOf chooses between the large and the small one, as
+// launchFast does with FastLarge90 and FastSmall90.
+template <class Large, class Small = d::FastSmall90>
 LaunchFn fastWith() {
   return [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
-    return d::launchBestOf<Large, d::FastSmall90>(A, C, r, c, s);
+    return d::launchBestOf<Large, Small>(A, C, r, c, s);
   };
 }
 
@@ -487,6 +487,10 @@ using SmallTmaSkip =
     d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k16, 16, true, 2, true, true, true, true, true, true, false>;
 using SmallTmaK4 =
     d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k4, 4, true, 2, true, true, true, false, true, true, false>;
+// FastSmall90 since NOTES.md §11.6; the small config before it (cp.async, m16n8k16, SkipLower) is V6Small.
+static_assert(std::is_same_v<d::FastSmall90, SmallTmaK4> && !V6Small::TmaLoad, "the A/B pair");
+using SmallTmaK4Skip =
+    d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k4, 4, true, 2, true, true, true, true, true, true, false>;
 using SmallTmaK8 =
     d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k8, 8, true, 2, true, true, true, false, true, true, false>;
 using SmallTmaK4x3 =
@@ -665,8 +669,8 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     // attributes and occupancy set and queried on every call.
     m.push_back({"v7.fast.before", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    uncachedPrepare<LargeNoBulk>();
-                   uncachedPrepare<d::FastSmall90>();
-                   return d::launchBestOf<LargeNoBulk, d::FastSmall90>(A, C, r, c, s);
+                   uncachedPrepare<V6Small>();
+                   return d::launchBestOf<LargeNoBulk, V6Small>(A, C, r, c, s);
                  }, 0, true});
     // Issue 34: `fast` before its stage slabs came by tensor copies, and the variants tried on the
     // tensor-copy config (SkipIdle, one fragment buffer with m16n8k4 and m16n8k8: NOTES.md §11).
@@ -689,7 +693,15 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v.small.tma.k4", forced<SmallTmaK4>(), 0, true});
     m.push_back({"v.small.tma.k8", forced<SmallTmaK8>(), 0, true});
     m.push_back({"v.small.tma.k4x3", forced<SmallTmaK4x3>(), 0, true});
+    m.push_back({"v.small.tma.k4skip", forced<SmallTmaK4Skip>(), 0, true});
     m.push_back({"v.small.tma.tail3", forcedTail<SmallTma>(3), 0, true});
+    m.push_back({"v.small.tma.k4.tail3", forcedTail<SmallTmaK4>(3), 0, true});
+    m.push_back({"v.small.tma.k4.a8", misalignedA<SmallTmaK4>(), 1, true});
+    m.push_back({"v9.fast.smallcpasync", fastWith<d::FastLarge90, V6Small>(), 0, true});  // fast before §11.6
+    m.push_back({"fast.small.tma", fastWith<d::FastLarge90, SmallTma>(), 0, true});
+    m.push_back({"fast.small.tma.k4", fastWith<d::FastLarge90, SmallTmaK4>(), 0, true});
+    m.push_back({"fast.small.tma.k8", fastWith<d::FastLarge90, SmallTmaK8>(), 0, true});
+    m.push_back({"fast.small.tma.k4skip", fastWith<d::FastLarge90, SmallTmaK4Skip>(), 0, true});
     m.push_back({"v.sm80path", [](const double* A, double* C, int64_t r, int64_t c, cudaStream_t s) {
                    return d::launchBestOf<d::FastLarge80, d::FastSmall80>(A, C, r, c, s);
                  }, 0, true});
@@ -982,6 +994,9 @@ void printPlans() {
   printKernel<SmallTma, false>("SmallTma");
   printKernel<SmallTmaSkip, true>("SmallTmaSkip");
   printKernel<SmallTmaK4, true>("SmallTmaK4");
+  printKernel<SmallTmaK4, true, true>("SmallTmaK4");
+  printKernel<SmallTmaK4, false>("SmallTmaK4");
+  printKernel<SmallTmaK4Skip, true>("SmallTmaK4Skip");
   printKernel<SmallTmaK8, true>("SmallTmaK8");
   printKernel<SmallTmaK4x3, true>("SmallTmaK4x3");
   printKernel<d::FastLarge80, true>("FastLarge80 (m8n8k4)");
