@@ -31,9 +31,12 @@ const majorCache = new Map<number, number>();
 /**
  * The variant `auto` runs for a rows×cols A on `device`: the fastest measured on an H100 and an
  * H200 (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
- * very skinny A (few output tiles), cuBLAS DSYRK below 4000 columns (`fast` measured 0.84-0.86x of
- * it at 2000² and 0.89-0.90x at 3000² on the H200), `fast` from 4000 columns up (1.03-1.06x of
- * DSYRK at 4000², 1.04-1.11x at 6000², 1.06-1.31x from 8000² in the package benchmark, issue 19).
+ * very skinny A (few output tiles), cuBLAS DSYRK below 4000 columns (at 2000² the two are level on
+ * the H100 since the 64×64 config's tensor copies, 0.197-0.205 ms against 0.194-0.225 in four
+ * package runs; at 3000² DSYRK was ahead in every order measured), `fast` from 4000 columns up
+ * (faster in the package benchmark's balanced order from 4000² to 18000² and at 200000×2000; under
+ * the pair protocol ahead at 4000² and 16000², 1-8% behind at 8000², 10000² and 20000×8000:
+ * bench/results/README.md).
  */
 export function ataAutoMethod(rows: number, cols: number, device = 0): (typeof ataMethods)[number] {
   let major = majorCache.get(device);
