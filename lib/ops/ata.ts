@@ -33,7 +33,8 @@ const majorCache = new Map<number, number>();
  * H200 (bench/results/), falling back to our kernels where cuBLAS is missing. cuBLAS DGEMM wins on
  * very skinny A (few output tiles), cuBLAS DSYRK below 4000 columns (at 2000² the two are level on
  * the H100 since the 64×64 config's tensor copies, 0.197-0.205 ms against 0.194-0.225 in four
- * package runs; at 3000² DSYRK was ahead in every order measured), `fast` from 4000 columns up
+ * package runs; at 3000² DSYRK is ahead back to back, 0.559 against 0.580 ms, and level with idle
+ * time before each run), `fast` from 4000 columns up
  * (faster in the package benchmark's balanced order from 4000² to 18000² and at 200000×2000; under
  * the pair protocol ahead at 4000² and 16000², 1-8% behind at 8000², 10000² and 20000×8000:
  * bench/results/README.md).

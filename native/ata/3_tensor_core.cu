@@ -1044,9 +1044,9 @@ cudaError_t launchFastWith(const double* A, double* C, int64_t rows, int64_t n, 
 // (half the MMA instructions) was 2-3% slower.
 // Small: 64×64 tiles, 4 warps of 32×32, 2 blocks per SM: tall-skinny A (n <= 64 is one tile) and
 // sizes whose 128-tile count fills the SMs badly. Tensor-copy loads and the bulk epilogue as in the
-// large config, m16n8k4 in two register buffers (114 registers; m16n8k16 needed 246), no SkipLower:
-// H100, 150 ms gaps, 1000² 0.077 -> 0.065 ms, 2000² 0.227 -> 0.205, 100000×256 0.263 -> 0.230,
-// 1000000×64 0.313 -> 0.294 against the cp.async m16n8k16 config before (issue 34, NOTES.md §11.6).
+// large config, m16n8k4 in two register buffers (114 registers, where the cp.async m16n8k16 config
+// it replaces needed 246 and m16n8k16 with tensor copies 254), no SkipLower: H100, 150 ms gaps,
+// 1000² 0.077 -> 0.065 ms, 2000² 0.227 -> 0.205, 100000×256 0.263 -> 0.230 (issue 34, NOTES.md §11.6).
 // From 4000² to 16000² it takes 32-85% longer than the large config (a 64-tile's k-tile is a quarter
 // of the work, so three stages hide a quarter as much latency), and the planner's kSmallTileRate
 // keeps it to the shapes above.

@@ -14,6 +14,7 @@
 //   /tmp/h --no-timing
 //   /tmp/h --methods a,b   only these methods/variants, timed round-robin in this order
 //   /tmp/h --shapes 8000,200000x2000   the timed shapes (N = N×N)
+//   /tmp/h --check-shapes 2069x1410,1408   the correctness shapes instead of the built-in ones
 //   /tmp/h --reps N  timed repetitions (default 7)   --fixed-order  no rotation of the order
 //   /tmp/h --no-big-check   skip the correctness pass over the big shapes
 //   /tmp/h --timeline 4000,10000   where each SM's time goes in the 128-tile kernel (timestamps)
@@ -978,6 +979,22 @@ void printPlan(int64_t rows, int64_t cols, double rel) {
               p.seconds * 1e3);
 }
 
+// The tensor-copy configs fall back to the 8-byte cp.async kernel without a word when the driver
+// makes no tensor map, so a passing result does not show that the tensor copies ran: check that
+// the maps of the edge shapes (n below the box width, one row, a tail of 21 rows) are made.
+void tensorMapChecks() {
+  const double* A = reinterpret_cast<const double*>(uintptr_t{1} << 20);  // any 16-byte-aligned address
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 2}, {2, 2}, {1000, 2}, {1, 64}, {64, 64}, {70, 66}, {2069, 1410}, {1000000, 64}, {8000, 8000}}) {
+    CUtensorMap small{}, large{};
+    const bool okSmall = d::makeTensorMap<d::FastSmall90>(A, r, c, small);
+    const bool okLarge = d::makeTensorMap<d::FastLarge90>(A, r, c, large);
+    if (!okSmall || !okLarge) ++gFailures;
+    std::printf("tensor map %-14s FastSmall90 %s FastLarge90 %s\n", shapeName(r, c).c_str(), okSmall ? "ok" : "FAIL",
+                okLarge ? "ok" : "FAIL");
+  }
+}
+
 void printPlans() {
   printKernel<d::FastLarge90, true>("FastLarge90");
   printKernel<d::FastLarge90, false>("FastLarge90");
@@ -1034,7 +1051,8 @@ void printPlans() {
   for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{2000, 2000}, {4000, 4000}, {6000, 6000}, {7000, 7000}, {8000, 8000},
                                                              {9000, 9000}, {10000, 10000}, {12000, 12000}, {14000, 14000},
                                                              {16000, 16000}, {18000, 18000}, {200000, 2000}, {50000, 4000},
-                                                             {20000, 130}, {1000000, 64}, {5000, 64}}) {
+                                                             {20000, 130}, {1000000, 64}, {5000, 64}, {2069, 1410},
+                                                             {7050, 1410}, {14100, 1410}}) {
     printPlan<d::FastLarge90>(r, c, 1.0);
     printPlan<d::FastSmall90>(r, c, d::kSmallTileRate);
   }
@@ -1232,7 +1250,7 @@ int main(int argc, char** argv) {
   bool small = false, tiny = false, variants = false, doTiming = true, profileOnly = false, keepPool = false;
   bool bigCheck = true, hostPlan = false;
   std::vector<std::string> methodFilter;
-  std::vector<std::pair<int64_t, int64_t>> timelineShapes;
+  std::vector<std::pair<int64_t, int64_t>> timelineShapes, checkShapes;
   std::vector<std::pair<int64_t, int64_t>> timedShapes = {{2000, 2000},   {4000, 4000},  {8000, 8000},
                                                           {16000, 16000}, {1000000, 64}, {200000, 2000}};
   for (int i = 1; i < argc; ++i) {
@@ -1249,8 +1267,10 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--no-big-check")) bigCheck = false;
     else if (!std::strcmp(argv[i], "--host-plan")) hostPlan = true;
     else if (!std::strcmp(argv[i], "--methods") && i + 1 < argc) methodFilter = splitList(argv[++i]);
-    else if ((!std::strcmp(argv[i], "--shapes") || !std::strcmp(argv[i], "--timeline")) && i + 1 < argc) {
-      auto& list = argv[i][2] == 's' ? timedShapes : timelineShapes;
+    else if ((!std::strcmp(argv[i], "--shapes") || !std::strcmp(argv[i], "--timeline") ||
+              !std::strcmp(argv[i], "--check-shapes")) &&
+             i + 1 < argc) {
+      auto& list = argv[i][2] == 's' ? timedShapes : argv[i][2] == 't' ? timelineShapes : checkShapes;
       list.clear();
       for (const auto& x : splitList(argv[++i])) {
         const auto xpos = x.find('x');
@@ -1304,8 +1324,14 @@ int main(int argc, char** argv) {
       // The large config's edges (issue 34): last tile columns of 2 and 34 columns of C, tensor copies
       // mostly past A, rows ending in partial k-tiles; 20001×770 splits K on an H100.
       {70, 258}, {100, 162}, {20001, 770}};
+  // 2069×1410 and 2069×1411: the planner's own tail split on 64×64 tiles (12 tiles in 2 pieces), with
+  // tensor copies and with the 8-byte copies; 21 rows in the last k-tile, a last tile column 2 wide.
   std::vector<std::pair<int64_t, int64_t>> bigShapes = {{2000, 2000}, {1000000, 64}, {200000, 2000}, {3001, 2999},
-                                                        {3001, 2946}};
+                                                        {3001, 2946}, {2069, 1410}, {2069, 1411}};
+  if (!checkShapes.empty()) {
+    smallShapes = checkShapes;
+    bigShapes.clear();
+  }
   if (tiny) {
     // racecheck tracks every shared-memory access: keep the work small.
     smallShapes.erase(std::remove_if(smallShapes.begin(), smallShapes.end(),
@@ -1313,6 +1339,7 @@ int main(int argc, char** argv) {
                       smallShapes.end());
   }
   printPlans();
+  tensorMapChecks();
   if (!timelineShapes.empty()) {
     timeline<ProbeTimed>(timelineShapes, "LargeNoBulk");
     timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk (FastLarge90 until §11)");
