@@ -583,9 +583,6 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     auto mainLoop = [&] {
       constexpr int Bufs = Cfg::FragBufs;
       double fa[Bufs][MT][KS / 2], fb[Bufs][NT][KS / 4];
-      auto frags = [&](double(&a)[MT][KS / 2], double(&b)[NT][KS / 4], const double* sI, const double* sJ,
-                       int kk) { loadFrags(a, b, sI, sJ, kk); };
-      auto mmas = [&](const double(&a)[MT][KS / 2], const double(&b)[NT][KS / 4]) { mmaFrags(a, b); };
       // The buffer of step s (two buffers: alternate; one: always the same).
       auto buf = [](int s) { return Bufs == 2 ? s & 1 : 0; };
       if constexpr (Tma) {
@@ -611,7 +608,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         blockSync();
       }
       Cfg::mark(1);
-      frags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
+      loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
       for (int kt = 0; kt < kTiles; ++kt) {
         const double* sI = stageI(kt);
         const double* sJ = diag ? sI : sI + Slab;
@@ -622,10 +619,10 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
           // them), with one after (the MMAs have read the buffer by then).
           auto nextFrags = [&] {
             if (s < Steps - 1) {
-              frags(fa[next], fb[next], sI, sJ, (s + 1) * KS);
+              loadFrags(fa[next], fb[next], sI, sJ, (s + 1) * KS);
             } else if (kt + 1 < kTiles) {
               const double* nI = stageI(kt + 1);
-              frags(fa[next], fb[next], nI, diag ? nI : nI + Slab, 0);
+              loadFrags(fa[next], fb[next], nI, diag ? nI : nI + Slab, 0);
             }
           };
           if (s == Steps - 1 && Tma) {
@@ -648,7 +645,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
             mmaFragsCopy(fa[cur], fb[cur], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages);
             copyCommit();
           } else {
-            mmas(fa[cur], fb[cur]);
+            mmaFrags(fa[cur], fb[cur]);
           }
           if constexpr (Bufs == 1) nextFrags();
         }
