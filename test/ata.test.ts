@@ -1,7 +1,7 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
-import { describeGpu } from './helpers/gpu';
-import { freshSeed } from './harness/families';
+import { describeGpu, describeNeeding, gpuCount } from './helpers/gpu';
+import { freshSeed, SANITIZER } from './harness/families';
 
 const SHAPES: [number, number][] = [
   [1, 1],
@@ -161,3 +161,66 @@ describeGpu('atA', () => {
     expect(() => ck.atA(a, 3, 4, { out: outF32 as never })).toThrow(/options.out must be a DeviceArray of float64/);
   });
 });
+
+// A taller A than 32-bit indices reach: 2^31 + 77 rows × 2 columns (4 294 967 450 elements, 34.4 GB),
+// filled on the device by a user kernel with integers v(r, c) = (5r + 7c) mod 17 − 8. Every product
+// and partial sum is an integer below 2^53, so every method must give the closed-form sums exactly,
+// in any summation order. The values repeat every 17 rows, and 2^31 ≡ 9 (mod 17): a row index or
+// element index that wrapped at 2^31 or 2^32 reads other values, and rows dropped past INT_MAX
+// change the sums. `fast` runs the 64×64 config there with 8-byte cp.async copies (no tensor map
+// past INT_MAX rows) and splits K; cuBLAS takes K in chunks of at most INT_MAX rows (cublas.cc).
+// basic and tiled walk all rows in one thread or block (seconds each): not run.
+const HUGE_ROWS = 2 ** 31 + 77;
+const HUGE_BYTES = HUGE_ROWS * 2 * 8;
+
+function hugeRowsMissing(): string | null {
+  if (gpuCount === 0) return `no GPU — ${ck.runtimeInfo().noDeviceReason}`;
+  const nvrtc = ck.nvrtcInfo();
+  if (!nvrtc.available) return `no NVRTC — ${nvrtc.code}`;
+  if (SANITIZER) return `under compute-sanitizer ${SANITIZER} (each method reads 34 GB)`;
+  const free = ck.memoryInfo(0).free;
+  if (free < HUGE_BYTES + 2 ** 30)
+    return `needs ${(HUGE_BYTES / 1e9 + 1).toFixed(1)} GB free, device 0 has ${(free / 1e9).toFixed(1)}`;
+  return null;
+}
+
+/** Σ over r < rows of v(r, p)·v(r, q) for v(r, c) = (5r + 7c) mod 17 − 8, from whole periods of 17 rows. */
+function hugeRowsSum(rows: number, p: number, q: number): number {
+  const v = (r: number, c: number) => ((5 * r + 7 * c) % 17) - 8;
+  let period = 0;
+  let rest = 0;
+  for (let r = 0; r < 17; r++) {
+    period += v(r, p) * v(r, q);
+    if (r < rows % 17) rest += v(r, p) * v(r, q);
+  }
+  return Math.floor(rows / 17) * period + rest;
+}
+
+describeNeeding(
+  `atA with rows past INT_MAX (${HUGE_ROWS} × 2)`,
+  () => {
+    test('fast, cublas, cublas-syrk and auto give the exact sums', () => {
+      const fill = ck.elementwise({
+        name: 'huge_rows_fill',
+        in: '',
+        out: 'float64 a',
+        body: 'const long long r = i >> 1; a = (double)((5 * r + 7 * (i & 1)) % 17) - 8.0;',
+      });
+      using a = ck.empty('float64', HUGE_ROWS * 2);
+      fill({ out: a });
+      const s01 = hugeRowsSum(HUGE_ROWS, 0, 1);
+      const want = [hugeRowsSum(HUGE_ROWS, 0, 0), s01, s01, hugeRowsSum(HUGE_ROWS, 1, 1)];
+      expect(Math.max(...want.map(Math.abs))).toBeLessThan(2 ** 53);
+      const cublas = ck.cublasInfo().available;
+      using out = ck.empty('float64', 4);
+      const methods: ck.AtaMethod[] = ['fast', 'auto', ...(cublas ? (['cublas', 'cublas-syrk'] as const) : [])];
+      for (const method of methods) {
+        out.fill(NaN);
+        ck.atA(a, HUGE_ROWS, 2, { method, out });
+        // Names the method in the failure message.
+        expect({ method, c: Array.from(out.toHostSync()) }).toEqual({ method, c: want });
+      }
+    });
+  },
+  hugeRowsMissing(),
+);
