@@ -162,22 +162,29 @@ describeGpu('atA', () => {
   });
 });
 
-// A taller A than 32-bit indices reach: 2^31 + 77 rows × 2 columns (4 294 967 450 elements, 34.4 GB),
-// filled on the device by a user kernel with integers v(r, c) = (5r + 7c) mod 17 − 8. Every product
-// and partial sum is an integer below 2^53, so every method must give the closed-form sums exactly,
-// in any summation order. The values repeat every 17 rows, and 2^31 ≡ 9 (mod 17): a row index or
-// element index that wrapped at 2^31 or 2^32 reads other values, and rows dropped past INT_MAX
-// change the sums. `fast` runs the 64×64 config there with 8-byte cp.async copies (no tensor map
-// past INT_MAX rows) and splits K; cuBLAS takes K in chunks of at most INT_MAX rows (cublas.cc).
-// basic and tiled walk all rows in one thread or block (seconds each): not run.
-const HUGE_ROWS = 2 ** 31 + 77;
-const HUGE_BYTES = HUGE_ROWS * 2 * 8;
+// Long K through every method but the textbook ones, on A filled on the device by a user kernel with
+// integers v(r, c) = (5r + 7c) mod 17 − 8. Every product and partial sum is an integer below 2^53,
+// so every method must give the closed-form sums exactly, in any summation order.
+// - 2^31 + 77 rows × 2 columns (4 294 967 450 elements, 34.4 GB): rows and elements past 32-bit
+//   indices. The values repeat every 17 rows and 2^31 ≡ 9 (mod 17), so a row or element index that
+//   wrapped reads other values, and rows dropped change the sums. `fast` runs the 64×64 config with
+//   8-byte cp.async copies there (no tensor map past INT_MAX rows) and splits K. cuBLAS's DGEMM gave
+//   wrong sums at k = INT_MAX (H100 and H200, cuBLAS 13.0), so cublas.cc feeds it K in chunks of at
+//   most 2^30 rows and 2^31 elements: here 2^30, 2^30 and 77 rows.
+// - 3·2^28 + 5 rows × 4 columns (25.8 GB): chunks of 2^29 rows, where DSYRK slowed past 2^31
+//   elements of A in one call.
+// basic and tiled walk all rows in one thread or one block (seconds to minutes): not run.
+const HUGE_SHAPES: [number, number][] = [
+  [2 ** 31 + 77, 2],
+  [3 * 2 ** 28 + 5, 4],
+];
+const HUGE_BYTES = Math.max(...HUGE_SHAPES.map(([r, c]) => r * c * 8));
 
 function hugeRowsMissing(): string | null {
   if (gpuCount === 0) return `no GPU — ${ck.runtimeInfo().noDeviceReason}`;
   const nvrtc = ck.nvrtcInfo();
   if (!nvrtc.available) return `no NVRTC — ${nvrtc.code}`;
-  if (SANITIZER) return `under compute-sanitizer ${SANITIZER} (each method reads 34 GB)`;
+  if (SANITIZER) return `under compute-sanitizer ${SANITIZER} (each method reads up to 34 GB)`;
   const free = ck.memoryInfo(0).free;
   if (free < HUGE_BYTES + 2 ** 30)
     return `needs ${(HUGE_BYTES / 1e9 + 1).toFixed(1)} GB free, device 0 has ${(free / 1e9).toFixed(1)}`;
@@ -197,26 +204,26 @@ function hugeRowsSum(rows: number, p: number, q: number): number {
 }
 
 describeNeeding(
-  `atA with rows past INT_MAX (${HUGE_ROWS} × 2)`,
+  'atA with long K (rows past INT_MAX, A past 2^32 elements)',
   () => {
-    test('fast, cublas, cublas-syrk and auto give the exact sums', () => {
+    test.each(HUGE_SHAPES)('%i×%i: fast, auto, cublas and cublas-syrk give the exact sums', (rows, cols) => {
       const fill = ck.elementwise({
-        name: 'huge_rows_fill',
-        in: '',
+        name: 'long_k_fill',
+        in: 'int32 cols',
         out: 'float64 a',
-        body: 'const long long r = i >> 1; a = (double)((5 * r + 7 * (i & 1)) % 17) - 8.0;',
+        body: 'const long long r = i / cols, c = i % cols; a = (double)((5 * r + 7 * c) % 17) - 8.0;',
       });
-      using a = ck.empty('float64', HUGE_ROWS * 2);
-      fill({ out: a });
-      const s01 = hugeRowsSum(HUGE_ROWS, 0, 1);
-      const want = [hugeRowsSum(HUGE_ROWS, 0, 0), s01, s01, hugeRowsSum(HUGE_ROWS, 1, 1)];
+      using a = ck.empty('float64', rows * cols);
+      fill(cols, { out: a });
+      const want: number[] = [];
+      for (let i = 0; i < cols; i++) for (let j = 0; j < cols; j++) want.push(hugeRowsSum(rows, i, j));
       expect(Math.max(...want.map(Math.abs))).toBeLessThan(2 ** 53);
       const cublas = ck.cublasInfo().available;
-      using out = ck.empty('float64', 4);
       const methods: ck.AtaMethod[] = ['fast', 'auto', ...(cublas ? (['cublas', 'cublas-syrk'] as const) : [])];
+      using out = ck.empty('float64', cols * cols);
       for (const method of methods) {
         out.fill(NaN);
-        ck.atA(a, HUGE_ROWS, 2, { method, out });
+        ck.atA(a, rows, cols, { method, out });
         // Names the method in the failure message.
         expect({ method, c: Array.from(out.toHostSync()) }).toEqual({ method, c: want });
       }

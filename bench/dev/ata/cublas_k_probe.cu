@@ -1,0 +1,97 @@
+// Where cuBLAS's DGEMM and DSYRK stop computing C = AᵀA for a tall, skinny row-major A (long K).
+// The package feeds cuBLAS K in chunks (native/ata/cublas.cc); a DGEMM with n = 2 and
+// k = INT_MAX returned CUBLAS_STATUS_SUCCESS on an H100 and left C untouched. This probe runs both
+// routines for n = 2 … 1000 and K up to INT_MAX on integer data v(r, c) = (5r + 7c) mod 17 − 8,
+// whose sums are exact in float64, and prints the status, the CUDA error after the call, and the
+// largest difference from the closed form.
+//
+//   nvcc -std=c++17 -O2 -o /tmp/probe bench/dev/ata/cublas_k_probe.cu -lcublas && /tmp/probe
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(x)                                                                         \
+  do {                                                                                   \
+    cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                             \
+      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+      return 1;                                                                          \
+    }                                                                                    \
+  } while (0)
+
+__global__ void fill(double* a, int64_t len, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < len; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / n, c = i % n;
+    a[i] = static_cast<double>((5 * r + 7 * c) % 17) - 8.0;
+  }
+}
+
+// Σ over r < k of v(r, p)·v(r, q), by whole periods of 17 rows.
+double exact(int64_t k, int64_t p, int64_t q) {
+  auto v = [](int64_t r, int64_t c) { return ((5 * r + 7 * c) % 17) - 8; };
+  int64_t period = 0, rest = 0;
+  for (int64_t r = 0; r < 17; ++r) {
+    period += v(r, p) * v(r, q);
+    if (r < k % 17) rest += v(r, p) * v(r, q);
+  }
+  return static_cast<double>((k / 17) * period + rest);
+}
+
+// One case per process (a failed call can leave an illegal-address error that ends the context):
+//   probe dgemm|dsyrk N K
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::printf("usage: probe dgemm|dsyrk N K\n");
+    return 2;
+  }
+  const bool gemm = argv[1][1] == 'g';
+  const int64_t n = std::atoll(argv[2]), k = std::atoll(argv[3]);
+  if (n < 1 || n > 4096 || k < 1 || k > INT32_MAX) return 2;
+  double* A = nullptr;
+  double* C = nullptr;
+  CHECK(cudaMalloc(&A, n * k * sizeof(double)));
+  CHECK(cudaMalloc(&C, n * n * sizeof(double)));
+  fill<<<4096, 256>>>(A, n * k, n);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemset(C, 0xFF, n * n * sizeof(double)));  // NaN
+  CHECK(cudaDeviceSynchronize());
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
+  const double one = 1.0, zero = 0.0;
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  CHECK(cudaEventRecord(e0));
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+  const cublasStatus_t st = gemm ? cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, ni, ni, ki, &one, A, ni, A, ni, &zero, C, ni)
+                                 : cublasDsyrk(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, ni, ki, &one, A, ni, &zero, C, ni);
+  const cudaError_t launch = cudaGetLastError();
+  CHECK(cudaEventRecord(e1));
+  const cudaError_t sync = cudaDeviceSynchronize();
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  std::vector<double> hc(n * n);
+  const cudaError_t copy = cudaMemcpy(hc.data(), C, n * n * sizeof(double), cudaMemcpyDeviceToHost);
+  // Column-major C = X·Xᵀ with X = Aᵀ; DSYRK fills the lower triangle (row ≥ col) only.
+  double worst = 0;
+  int64_t nan = 0;
+  if (copy == cudaSuccess)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = gemm ? 0 : j; i < n; ++i) {
+        const double got = hc[j * n + i];
+        if (std::isnan(got)) ++nan;
+        else worst = std::fmax(worst, std::fabs(got - exact(k, i, j)));
+      }
+  const bool ok = st == CUBLAS_STATUS_SUCCESS && launch == cudaSuccess && sync == cudaSuccess && copy == cudaSuccess &&
+                  nan == 0 && worst == 0;
+  std::printf("%-6s n=%-5lld k=%-11lld n*k=%-11lld status=%d launch=%s sync=%s nan=%lld maxdiff=%g %.3f ms %s\n",
+              gemm ? "dgemm" : "dsyrk", static_cast<long long>(n), static_cast<long long>(k),
+              static_cast<long long>(n * k), static_cast<int>(st), cudaGetErrorName(launch), cudaGetErrorName(sync),
+              static_cast<long long>(nan), worst, ms, ok ? "OK" : "WRONG");
+  return ok ? 0 : 3;
+}
