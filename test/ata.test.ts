@@ -1,7 +1,8 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
-import { describeGpu, describeNeeding, gpuCount } from './helpers/gpu';
-import { freshSeed, SANITIZER } from './harness/families';
+import { describeGpu, describeNeeding } from './helpers/gpu';
+import { freshSeed } from './harness/families';
+import { longKMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/long-k';
 
 const SHAPES: [number, number][] = [
   [1, 1],
@@ -163,8 +164,8 @@ describeGpu('atA', () => {
 });
 
 // Long K through every method but the textbook ones, on A filled on the device by a user kernel with
-// integers v(r, c) = (5r + 7c) mod 17 − 8. Every product and partial sum is an integer below 2^53,
-// so every method must give the closed-form sums exactly, in any summation order.
+// the integers of helpers/long-k.ts, v(r, c) = (5r + 7c) mod 17 − 8. Every product and partial sum
+// is an integer below 2^53, so every method must give the closed-form sums exactly, in any order.
 // - 2^31 + 77 rows × 2 columns (4 294 967 450 elements, 34.4 GB): rows and elements past 32-bit
 //   indices. The values repeat every 17 rows and 2^31 ≡ 9 (mod 17), so a row or element index that
 //   wrapped reads other values, and rows dropped change the sums. `fast` runs the 64×64 config with
@@ -180,29 +181,6 @@ const HUGE_SHAPES: [number, number][] = [
 ];
 const HUGE_BYTES = Math.max(...HUGE_SHAPES.map(([r, c]) => r * c * 8));
 
-function hugeRowsMissing(): string | null {
-  if (gpuCount === 0) return `no GPU — ${ck.runtimeInfo().noDeviceReason}`;
-  const nvrtc = ck.nvrtcInfo();
-  if (!nvrtc.available) return `no NVRTC — ${nvrtc.code}`;
-  if (SANITIZER) return `under compute-sanitizer ${SANITIZER} (each method reads up to 34 GB)`;
-  const free = ck.memoryInfo(0).free;
-  if (free < HUGE_BYTES + 2 ** 30)
-    return `needs ${(HUGE_BYTES / 1e9 + 1).toFixed(1)} GB free, device 0 has ${(free / 1e9).toFixed(1)}`;
-  return null;
-}
-
-/** Σ over r < rows of v(r, p)·v(r, q) for v(r, c) = (5r + 7c) mod 17 − 8, from whole periods of 17 rows. */
-function hugeRowsSum(rows: number, p: number, q: number): number {
-  const v = (r: number, c: number) => ((5 * r + 7 * c) % 17) - 8;
-  let period = 0;
-  let rest = 0;
-  for (let r = 0; r < 17; r++) {
-    period += v(r, p) * v(r, q);
-    if (r < rows % 17) rest += v(r, p) * v(r, q);
-  }
-  return Math.floor(rows / 17) * period + rest;
-}
-
 describeNeeding(
   'atA with long K (rows past INT_MAX, A past 2^32 elements)',
   () => {
@@ -211,12 +189,13 @@ describeNeeding(
         name: 'long_k_fill',
         in: 'int32 cols',
         out: 'float64 a',
-        body: 'const long long r = i / cols, c = i % cols; a = (double)((5 * r + 7 * c) % 17) - 8.0;',
+        body: `const long long r = i / cols, c = i % cols; a = ${PERIODIC_CXX};`,
       });
       using a = ck.empty('float64', rows * cols);
       fill(cols, { out: a });
       const want: number[] = [];
-      for (let i = 0; i < cols; i++) for (let j = 0; j < cols; j++) want.push(hugeRowsSum(rows, i, j));
+      for (let i = 0; i < cols; i++)
+        for (let j = 0; j < cols; j++) want.push(periodicSum(rows, (r) => periodic(r, i) * periodic(r, j)));
       expect(Math.max(...want.map(Math.abs))).toBeLessThan(2 ** 53);
       const cublas = ck.cublasInfo().available;
       const methods: ck.AtaMethod[] = ['fast', 'auto', ...(cublas ? (['cublas', 'cublas-syrk'] as const) : [])];
@@ -229,5 +208,5 @@ describeNeeding(
       }
     });
   },
-  hugeRowsMissing(),
+  longKMissing(HUGE_BYTES),
 );

@@ -1,6 +1,7 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
-import { describeGpu } from './helpers/gpu';
+import { describeGpu, describeNeeding } from './helpers/gpu';
+import { longKMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/long-k';
 import { freshSeed } from './harness/families';
 
 const SHAPES: [number, number, number][] = [
@@ -111,3 +112,46 @@ describeGpu('gemm', () => {
     expect(() => ck.gemm(sq, sq, 2, 2, 2, { out: sq })).toThrow(/must not be dA or dB/);
   });
 });
+
+// Long K on A filled on the device with the integers of helpers/long-k.ts, A[i][r] = v(r, i), and B
+// all ones: C[i][j] = Σ_r v(r, i), and since each row of A sums to 0 over every 17 columns, every
+// partial sum of any summation order stays a small integer, exact in float32. cuBLAS's SGEMM returned
+// a C off by 17408 at k = INT_MAX (m = n = 2 and 4, H100, cuBLAS 13.0), so cublas.cc feeds it K in
+// chunks of at most 2^30, accumulating into C.
+// - 2 × (2^31 − 1) × 2 (34.4 GB of A and B): the largest k cuBLAS takes, A past 2^32 elements.
+// - 3 × (2^30 + 3) × 3 (25.8 GB): two chunks, the second 3 deep, odd leading dimensions.
+// naive and shared walk K in one thread or block per output: not run.
+const LONG_K: [number, number, number][] = [
+  [2, 2 ** 31 - 1, 2],
+  [3, 2 ** 30 + 3, 3],
+];
+const LONG_K_BYTES = Math.max(...LONG_K.map(([m, k, n]) => (m + n) * k * 4));
+
+describeNeeding(
+  'gemm with long K (up to INT_MAX, A past 2^32 elements)',
+  () => {
+    test.each(LONG_K)('%i×%i×%i: fast, auto and cublas give the exact sums', (m, k, n) => {
+      const fill = ck.elementwise({
+        name: 'long_k_fill_rows',
+        in: 'int32 k',
+        out: 'float32 a',
+        // Row c of A (m×k, row-major), column r.
+        body: `const long long c = i / k, r = i % k; a = (float)(${PERIODIC_CXX});`,
+      });
+      using a = ck.empty('float32', m * k);
+      fill(k, { out: a });
+      using b = ck.full('float32', k * n, 1);
+      const want: number[] = [];
+      for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) want.push(periodicSum(k, (r) => periodic(r, i)));
+      const methods: ck.GemmMethod[] = ['fast', 'auto', ...(ck.cublasInfo().available ? (['cublas'] as const) : [])];
+      using out = ck.empty('float32', m * n);
+      for (const method of methods) {
+        out.fill(NaN);
+        ck.gemm(a, b, m, k, n, { method, out });
+        // Names the method in the failure message.
+        expect({ method, c: Array.from(out.toHostSync()) }).toEqual({ method, c: want });
+      }
+    });
+  },
+  longKMissing(LONG_K_BYTES),
+);

@@ -1,4 +1,4 @@
-// Where cuBLAS's DGEMM and DSYRK stop computing C = AᵀA for a tall, skinny row-major A (long K).
+// Where cuBLAS's DGEMM, DSYRK (and SGEMM) stop computing C = AᵀA for a tall, skinny row-major A (long K).
 // The package feeds cuBLAS K in chunks (native/ata/cublas.cc); a DGEMM with n = 2 and
 // k = INT_MAX returned CUBLAS_STATUS_SUCCESS on an H100 and left C untouched. This probe runs both
 // routines for n = 2 … 1000 and K up to INT_MAX on integer data v(r, c) = (5r + 7c) mod 17 − 8,
@@ -31,6 +31,15 @@ __global__ void fill(double* a, int64_t len, int64_t n) {
   }
 }
 
+// Row-major A (n×k): A[i][r] = v(r, i); B (k×n) all ones.
+__global__ void fillSgemm(float* A, float* B, int64_t k, int64_t n) {
+  for (int64_t x = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; x < n * k; x += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = x / k, r = x % k;
+    A[x] = static_cast<float>((5 * r + 7 * i) % 17 - 8);
+    B[x] = 1.0f;
+  }
+}
+
 // Σ over r < k of v(r, p)·v(r, q), by whole periods of 17 rows.
 double exact(int64_t k, int64_t p, int64_t q) {
   auto v = [](int64_t r, int64_t c) { return ((5 * r + 7 * c) % 17) - 8; };
@@ -42,16 +51,60 @@ double exact(int64_t k, int64_t p, int64_t q) {
   return static_cast<double>((k / 17) * period + rest);
 }
 
+// SGEMM as native/gemm/cublas.cc calls it for row-major C = A·B (m = n = N, long K): A[i][r] =
+// v(r, i), B = 1, so C[i][j] = Σ_r v(r, i), and every contiguous or strided partial sum of a
+// (5r + 7i) mod 17 − 8 sequence stays below 2^24 in magnitude: exact in float32 in any order.
+int sgemmCase(int64_t n, int64_t k) {
+  float* A = nullptr;
+  float* B = nullptr;
+  float* C = nullptr;
+  CHECK(cudaMalloc(&A, n * k * sizeof(float)));
+  CHECK(cudaMalloc(&B, n * k * sizeof(float)));
+  CHECK(cudaMalloc(&C, n * n * sizeof(float)));
+  fillSgemm<<<4096, 256>>>(A, B, k, n);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemset(C, 0xFF, n * n * sizeof(float)));  // NaN
+  CHECK(cudaDeviceSynchronize());
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
+  const float one = 1.0f, zero = 0.0f;
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+  const cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ki, &one, B, ni, A, ki, &zero, C, ni);
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t sync = cudaDeviceSynchronize();
+  std::vector<float> hc(n * n);
+  const cudaError_t copy = cudaMemcpy(hc.data(), C, n * n * sizeof(float), cudaMemcpyDeviceToHost);
+  double worst = 0;
+  int64_t nan = 0;
+  if (copy == cudaSuccess)
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t want = 0;
+      for (int64_t r = 0; r < k % 17; ++r) want += (5 * r + 7 * i) % 17 - 8;  // whole periods sum to 0
+      for (int64_t j = 0; j < n; ++j) {
+        const float got = hc[i * n + j];
+        if (std::isnan(got)) ++nan;
+        else worst = std::fmax(worst, std::fabs(got - static_cast<double>(want)));
+      }
+    }
+  const bool ok = st == CUBLAS_STATUS_SUCCESS && launch == cudaSuccess && sync == cudaSuccess && copy == cudaSuccess &&
+                  nan == 0 && worst == 0;
+  std::printf("sgemm  n=%-5lld k=%-11lld status=%d launch=%s sync=%s nan=%lld maxdiff=%g %s\n",
+              static_cast<long long>(n), static_cast<long long>(k), static_cast<int>(st), cudaGetErrorName(launch),
+              cudaGetErrorName(sync), static_cast<long long>(nan), worst, ok ? "OK" : "WRONG");
+  return ok ? 0 : 3;
+}
+
 // One case per process (a failed call can leave an illegal-address error that ends the context):
-//   probe dgemm|dsyrk N K
+//   probe dgemm|dsyrk|sgemm N K
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::printf("usage: probe dgemm|dsyrk N K\n");
+    std::printf("usage: probe dgemm|dsyrk|sgemm N K\n");
     return 2;
   }
   const bool gemm = argv[1][1] == 'g';
   const int64_t n = std::atoll(argv[2]), k = std::atoll(argv[3]);
   if (n < 1 || n > 4096 || k < 1 || k > INT32_MAX) return 2;
+  if (argv[1][0] == 's' && argv[1][1] == 'g') return sgemmCase(n, k);
   double* A = nullptr;
   double* C = nullptr;
   CHECK(cudaMalloc(&A, n * k * sizeof(double)));
