@@ -15,6 +15,7 @@ describe('addon', () => {
     const optional = [...body.matchAll(/^\s{2}(\w+)\?\(/gm)].map((m) => m[1]);
     expect(declared.length).toBeGreaterThan(10);
     expect(optional.sort()).toEqual([
+      'debugCublasKChunk',
       'debugCurrentDevice',
       'debugFailStagedUploads',
       'debugFault',

@@ -16,19 +16,11 @@ namespace ata {
 
 namespace {
 
-// cuBLAS takes int dimensions, and long K goes wrong before INT_MAX: on an H100 and an H200 with
-// cuBLAS 13.0, DGEMM with n = 2 and k = INT_MAX returned success and left C wrong (relative error
-// 3e-6) or untouched, and DSYRK with n ≤ 4 slows past n·k = 2^31 (n = 2: 7.6 s at k = 2^30, 69 s at
-// 1.5·2^30) and read out of bounds at k = INT_MAX (bench/dev/ata/cublas_k_probe.cu and its log). So K
-// goes in chunks of at most 2^30 rows and 2^31 elements of A, which every case probed computed
-// exactly, accumulating into C: calls f(first row, rows in the chunk, beta), beta = 1 after the
-// first. An A of at most 2^30 elements (8.6 GB) is always one call, as before.
-template <class F>
-void forEachKChunk(int64_t rows, int64_t cols, F&& f) {
-  const int64_t maxChunk =
-      std::max<int64_t>(1, std::min<int64_t>(int64_t{1} << 30, (int64_t{1} << 31) / cols));
-  for (int64_t k0 = 0; k0 < rows; k0 += maxChunk)
-    f(k0, static_cast<int>(std::min(maxChunk, rows - k0)), k0 == 0 ? 0.0 : 1.0);
+// K in chunks (core/cublas.h): at most 2^30 rows and 2^31 elements of A per call, within which every
+// DGEMM and DSYRK case probed was exact, and DSYRK's time linear for n ≥ 2 (for n = 1 it took over
+// 45 s at k = 2^30); an A of up to 2^30 elements is one call.
+int64_t kChunkLimit(int64_t cols) {
+  return (int64_t{1} << 31) / cols;
 }
 
 void checkCols(int64_t cols) {
@@ -46,7 +38,7 @@ void runCublasGemm(const double* A, double* C, int64_t rows, int64_t cols, int d
   const cublas::Handle h = session.handle();
   const int n = static_cast<int>(cols);
   const double one = 1.0;
-  forEachKChunk(rows, cols, [&](int64_t k0, int k, double beta) {
+  cublas::forEachKChunk(rows, kChunkLimit(cols), [&](int64_t k0, int k, double beta) {
     const double* X = A + k0 * cols;
     CK_CUBLAS(
         api.dgemm(h, cublas::Operation::N, cublas::Operation::T, n, n, k, &one, X, n, X, n, &beta, C, n));
@@ -62,7 +54,7 @@ void runCublasSyrk(const double* A, double* C, int64_t rows, int64_t cols, int d
   const cublas::Handle h = session.handle();
   const int n = static_cast<int>(cols);
   const double one = 1.0;
-  forEachKChunk(rows, cols, [&](int64_t k0, int k, double beta) {
+  cublas::forEachKChunk(rows, kChunkLimit(cols), [&](int64_t k0, int k, double beta) {
     CK_CUBLAS(api.dsyrk(h, cublas::FillMode::Lower, cublas::Operation::N, n, k, &one, A + k0 * cols, n, &beta,
                         C, n));
   });

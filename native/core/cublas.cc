@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <napi.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -15,6 +16,8 @@ namespace ck {
 namespace cublas {
 
 namespace {
+
+std::atomic<int64_t> gForcedKChunk{0};
 
 std::string cudaMajor() {
   return std::to_string(CUDART_VERSION / 1000);
@@ -134,6 +137,14 @@ Session::Session(int device) {
     d.handle = h;
   }
   handle_ = d.handle;
+}
+
+int64_t forcedKChunk() {
+  return gForcedKChunk.load(std::memory_order_relaxed);
+}
+
+void setForcedKChunk(int64_t rows) {
+  gForcedKChunk.store(rows, std::memory_order_relaxed);
 }
 
 }  // namespace cublas

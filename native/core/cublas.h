@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -70,6 +72,27 @@ class Session {
 
 // Throws CudaFailure with the cuBLAS status name when `s` is not success.
 void check(Status s, const char* call);
+
+// Long K. cuBLAS 13.0's GEMM-class routines went wrong well inside their int range: on an H100 and
+// an H200, SGEMM with m = n = 2 or 4 and k = INT_MAX, and DGEMM with n = 2 and k = INT_MAX,
+// returned success with C wrong or untouched, and DSYRK with n ≤ 4 slowed past 2^31 elements of A
+// and read out of bounds at k = INT_MAX (bench/dev/ata/cublas_k_probe.cu and its logs; k = 2^30
+// was exact in every case probed). So callers feed K in chunks of at most `limit` (≤ 2^30) and
+// accumulate: f(k0, kc, beta) for each chunk, beta = 0 for the first and 1 after. Every k up to the
+// limit is one call, as before.
+constexpr int64_t kMaxKChunk = int64_t{1} << 30;
+// The chunk the test hooks force (debugCublasKChunk, 0 = none), so that the suites run every
+// multi-chunk path at small sizes.
+int64_t forcedKChunk();
+void setForcedKChunk(int64_t rows);
+
+template <class F>
+void forEachKChunk(int64_t k, int64_t limit, F&& f) {
+  int64_t chunk = std::max<int64_t>(1, std::min(limit, kMaxKChunk));
+  if (const int64_t forced = forcedKChunk(); forced > 0) chunk = std::min(chunk, forced);
+  for (int64_t k0 = 0; k0 < k; k0 += chunk)
+    f(k0, static_cast<int>(std::min(chunk, k - k0)), k0 == 0 ? 0.0 : 1.0);
+}
 
 }  // namespace cublas
 }  // namespace ck

@@ -10,11 +10,14 @@
 //     process.
 // `debugHostCopy(dst, src, parts)`, so the transfer tests can run the host side of every large copy,
 // split into a forced number of parts, on machines with few cores or no GPU (CI).
+// `debugCublasKChunk(rows)`, so the suites can run the cuBLAS methods' K chunks (core/cublas.h) at
+// small sizes: every later cuBLAS call feeds K in chunks of at most `rows` (0: back to the default).
 #include <napi.h>
 
 #include <cstring>
 
 #include "args.h"
+#include "cublas.h"
 #include "debug_kernels.h"
 #include "device.h"
 #include "errors.h"
@@ -68,12 +71,19 @@ Napi::Value debugHostCopy(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(parts));
 }
 
+// debugCublasKChunk(rows): forces the chunk of K of every later cuBLAS call (0: none).
+Napi::Value debugCublasKChunk(const Napi::CallbackInfo& info) {
+  cublas::setForcedKChunk(countArg(info, 0, "rows"));
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void registerDebug(Napi::Env env, Napi::Object exports) {
   exports.Set("debugFault", Napi::Function::New(env, debugFault, "debugFault"));
   exports.Set("debugCurrentDevice", Napi::Function::New(env, debugCurrentDevice, "debugCurrentDevice"));
   exports.Set("debugHostCopy", Napi::Function::New(env, debugHostCopy, "debugHostCopy"));
+  exports.Set("debugCublasKChunk", Napi::Function::New(env, debugCublasKChunk, "debugCublasKChunk"));
 }
 
 }  // namespace ck

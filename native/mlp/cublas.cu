@@ -71,16 +71,22 @@ cublas::Handle sideHandle(int device) {
   return r.sideHandle;
 }
 
-// Row-major C (M×N) = op(A)·op(B) with cublasSgemm on column-major storage: Cᵀ = op(B)ᵀ·op(A)ᵀ.
+// Row-major C (M×N) = op(A)·op(B) with cublasSgemm on column-major storage: Cᵀ = op(B)ᵀ·op(A)ᵀ. K
+// (the batch's rows for the weight gradient) goes in chunks, accumulating into C (core/cublas.h: long
+// K went wrong inside cuBLAS's int range): chunk k0.. is A's rows k0.. when A is transposed (stored
+// K×M), else its columns, and likewise for B (stored N×K when transposed).
 void rowMajorSgemm(cublas::Handle h, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   const cublas::Api& a = cublas::api();
-  const float one = 1.0f, zero = 0.0f;
-  CK_CUBLAS(a.sgemm(h, tb ? cublas::Operation::T : cublas::Operation::N,
-                    ta ? cublas::Operation::T : cublas::Operation::N, static_cast<int>(N),
-                    static_cast<int>(M), static_cast<int>(K), &one, B, static_cast<int>(ldb), A,
-                    static_cast<int>(lda), &zero, C, static_cast<int>(ldc)));
+  const float one = 1.0f;
+  cublas::forEachKChunk(K, cublas::kMaxKChunk, [&](int64_t k0, int kc, double beta) {
+    const float b = static_cast<float>(beta);
+    CK_CUBLAS(a.sgemm(h, tb ? cublas::Operation::T : cublas::Operation::N,
+                      ta ? cublas::Operation::T : cublas::Operation::N, static_cast<int>(N),
+                      static_cast<int>(M), kc, &one, B + (tb ? k0 : k0 * ldb), static_cast<int>(ldb),
+                      A + (ta ? k0 * lda : k0), static_cast<int>(lda), &b, C, static_cast<int>(ldc)));
+  });
 }
 
 // One layer of the forward pass (forward.cuh): cublasSgemm into `out`, then the epilogue over it.
