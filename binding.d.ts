@@ -647,10 +647,11 @@ export interface NativeBinding {
   debugHostCopy?(dst: Uint8Array, src: Uint8Array, parts: number): number;
   /**
    * Test-only: every later cuBLAS call (ata's cublas and cublas-syrk, gemm's cublas, mlp's cublas)
-   * feeds K in chunks of at most `rows` (0: back to the default, 2^30), so the suites run the
-   * chunked paths at small sizes. Needs no GPU.
+   * feeds K in chunks of at most `rows` (0: back to each caller's own limit, at most 2^30), so the
+   * suites run the chunked paths at small sizes. Returns the number of chunk calls made since the
+   * hook was last called. Needs no GPU.
    */
-  debugCublasKChunk?(rows: number): void;
+  debugCublasKChunk?(rows: number): number;
   /**
    * Test-only: kernelsLaunch's launch and a cudaDeviceSynchronize, `reps` times in C++, each timed on
    * the host's clock (µs): the floor under a launch + synchronize() from JavaScript, in this process.

@@ -169,9 +169,9 @@ describeGpu('atA', () => {
 // - 2^31 + 77 rows × 2 columns (4 294 967 450 elements, 34.4 GB): rows and elements past 32-bit
 //   indices. The values repeat every 17 rows and 2^31 ≡ 9 (mod 17), so a row or element index that
 //   wrapped reads other values, and rows dropped change the sums. `fast` runs the 64×64 config with
-//   8-byte cp.async copies there (no tensor map past INT_MAX rows) and splits K. cuBLAS's DGEMM gave
-//   wrong sums at k = INT_MAX (H100 and H200, cuBLAS 13.0), so cublas.cc feeds it K in chunks of at
-//   most 2^30 rows and 2^31 elements: here 2^30, 2^30 and 77 rows.
+//   8-byte cp.async copies there (no tensor map past INT_MAX rows) and splits K. The package's DGEMM
+//   left C untouched (H100) or wrong (H200) at k = INT_MAX (cuBLAS 13.0), so cuBLAS now gets K in
+//   chunks of at most 2^30 rows and 2^31 elements (core/cublas.h): here 2^30, 2^30 and 77 rows.
 // - 3·2^28 + 5 rows × 4 columns (25.8 GB): chunks of 2^29 rows, where DSYRK slowed past 2^31
 //   elements of A in one call.
 // basic and tiled walk all rows in one thread or one block (seconds to minutes): not run.

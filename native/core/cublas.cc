@@ -18,6 +18,7 @@ namespace cublas {
 namespace {
 
 std::atomic<int64_t> gForcedKChunk{0};
+std::atomic<int64_t> gKChunkCalls{0};
 
 std::string cudaMajor() {
   return std::to_string(CUDART_VERSION / 1000);
@@ -145,6 +146,14 @@ int64_t forcedKChunk() {
 
 void setForcedKChunk(int64_t rows) {
   gForcedKChunk.store(rows, std::memory_order_relaxed);
+}
+
+void countKChunk() {
+  gKChunkCalls.fetch_add(1, std::memory_order_relaxed);
+}
+
+int64_t takeKChunkCount() {
+  return gKChunkCalls.exchange(0, std::memory_order_relaxed);
 }
 
 }  // namespace cublas

@@ -73,25 +73,36 @@ class Session {
 // Throws CudaFailure with the cuBLAS status name when `s` is not success.
 void check(Status s, const char* call);
 
-// Long K. cuBLAS 13.0's GEMM-class routines went wrong well inside their int range: on an H100 and
-// an H200, SGEMM with m = n = 2 or 4 and k = INT_MAX, and DGEMM with n = 2 and k = INT_MAX,
-// returned success with C wrong or untouched, and DSYRK with n ≤ 4 slowed past 2^31 elements of A
-// and read out of bounds at k = INT_MAX (bench/dev/ata/cublas_k_probe.cu and its logs; k = 2^30
-// was exact in every case probed). So callers feed K in chunks of at most `limit` (≤ 2^30) and
-// accumulate: f(k0, kc, beta) for each chunk, beta = 0 for the first and 1 after. Every k up to the
-// limit is one call, as before.
+// Long K. cuBLAS 13.0's GEMM-class routines went wrong well inside their int range
+// (bench/dev/ata/NOTES.md §12, cublas_k_probe.cu and its logs): SGEMM as gemm calls it, with
+// m = n = 2 or 4 and k = INT_MAX, returned success and a C off by 17408 (H100); the package's DGEMM
+// with n = 2 and k = INT_MAX left C wrong (H200) or untouched (H100), though the same call alone in a
+// fresh process was exact; DSYRK with n = 2 and 4 turned from linear to minutes past 2^31 elements
+// of A, and hit an illegal address at n = 2, k = INT_MAX. Every case that finished with k ≤ 2^30
+// and at most 2^31 elements of A was exact. So callers feed K in chunks of at most `limit`
+// (≤ 2^30) and accumulate: f(k0, kc, beta) for each chunk, beta = 0 for the first and 1 after; k = 0
+// is one call with kc = 0, as before (C = beta·C = 0). Every k up to the limit is one call.
 constexpr int64_t kMaxKChunk = int64_t{1} << 30;
-// The chunk the test hooks force (debugCublasKChunk, 0 = none), so that the suites run every
-// multi-chunk path at small sizes.
+// The test hook debugCublasKChunk forces a smaller chunk (0 = none), so that the suites run every
+// multi-chunk path at small sizes, and reads how many chunk calls were made since it was last called.
 int64_t forcedKChunk();
 void setForcedKChunk(int64_t rows);
+void countKChunk();
+int64_t takeKChunkCount();
 
 template <class F>
 void forEachKChunk(int64_t k, int64_t limit, F&& f) {
   int64_t chunk = std::max<int64_t>(1, std::min(limit, kMaxKChunk));
   if (const int64_t forced = forcedKChunk(); forced > 0) chunk = std::min(chunk, forced);
-  for (int64_t k0 = 0; k0 < k; k0 += chunk)
+  if (k <= 0) {
+    countKChunk();
+    f(0, 0, 0.0);
+    return;
+  }
+  for (int64_t k0 = 0; k0 < k; k0 += chunk) {
+    countKChunk();
     f(k0, static_cast<int>(std::min(chunk, k - k0)), k0 == 0 ? 0.0 : 1.0);
+  }
 }
 
 }  // namespace cublas

@@ -11,7 +11,9 @@
 // `debugHostCopy(dst, src, parts)`, so the transfer tests can run the host side of every large copy,
 // split into a forced number of parts, on machines with few cores or no GPU (CI).
 // `debugCublasKChunk(rows)`, so the suites can run the cuBLAS methods' K chunks (core/cublas.h) at
-// small sizes: every later cuBLAS call feeds K in chunks of at most `rows` (0: back to the default).
+// small sizes: every later cuBLAS call feeds K in chunks of at most `rows` (0: back to the default);
+// returns the number of chunk calls made since the hook was last called, so a test can tell that K
+// was split.
 #include <napi.h>
 
 #include <cstring>
@@ -71,10 +73,12 @@ Napi::Value debugHostCopy(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(parts));
 }
 
-// debugCublasKChunk(rows): forces the chunk of K of every later cuBLAS call (0: none).
+// debugCublasKChunk(rows) -> chunk calls since the last call; forces the chunk of K of every later
+// cuBLAS call (0: none).
 Napi::Value debugCublasKChunk(const Napi::CallbackInfo& info) {
-  cublas::setForcedKChunk(countArg(info, 0, "rows"));
-  return info.Env().Undefined();
+  const int64_t rows = countArg(info, 0, "rows");
+  cublas::setForcedKChunk(rows);
+  return Napi::Number::New(info.Env(), static_cast<double>(cublas::takeKChunkCount()));
 }
 
 }  // namespace

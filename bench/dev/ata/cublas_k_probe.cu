@@ -1,11 +1,12 @@
-// Where cuBLAS's DGEMM, DSYRK (and SGEMM) stop computing C = AᵀA for a tall, skinny row-major A (long K).
-// The package feeds cuBLAS K in chunks (native/ata/cublas.cc); a DGEMM with n = 2 and
-// k = INT_MAX returned CUBLAS_STATUS_SUCCESS on an H100 and left C untouched. This probe runs both
-// routines for n = 2 … 1000 and K up to INT_MAX on integer data v(r, c) = (5r + 7c) mod 17 − 8,
-// whose sums are exact in float64, and prints the status, the CUDA error after the call, and the
-// largest difference from the closed form.
+// Where cuBLAS's DGEMM, DSYRK and SGEMM stop computing C = AᵀA (and C = A·B) for a tall, skinny A
+// (long K). The package fed cuBLAS K in chunks of up to INT_MAX; with n = 2 and 2^31 + 77 rows its
+// DGEMM left C untouched on an H100 and wrong on an H200 (bench/dev/ata/NOTES.md §12). This probe
+// runs each routine for one n and K per process, on integer data v(r, c) = (5r + 7c) mod 17 − 8 whose
+// sums are exact in float64, and prints the status, the CUDA error after the call, and the largest
+// difference from the closed form. The first form ran every case in one process
+// (logs/h200-cublas-k-probe-one-process.log); cublas_k_probe.sh runs the cases of the other logs.
 //
-//   nvcc -std=c++17 -O2 -o /tmp/probe bench/dev/ata/cublas_k_probe.cu -lcublas && /tmp/probe
+//   nvcc -std=c++17 -O2 -o /tmp/probe bench/dev/ata/cublas_k_probe.cu -lcublas && /tmp/probe dgemm 2 2147483647
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -52,8 +53,9 @@ double exact(int64_t k, int64_t p, int64_t q) {
 }
 
 // SGEMM as native/gemm/cublas.cc calls it for row-major C = A·B (m = n = N, long K): A[i][r] =
-// v(r, i), B = 1, so C[i][j] = Σ_r v(r, i), and every contiguous or strided partial sum of a
-// (5r + 7i) mod 17 − 8 sequence stays below 2^24 in magnitude: exact in float32 in any order.
+// v(r, i), B = 1, so C[i][j] = Σ_r v(r, i). Each row sums to 0 over every 17 columns, so sums over
+// contiguous runs, and over strided runs whose stride is coprime to 17 (any power of 2), stay within
+// a few hundred, and sums of those are exact in float32: the blocked and split orders GEMMs use.
 int sgemmCase(int64_t n, int64_t k) {
   float* A = nullptr;
   float* B = nullptr;
