@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #define CHECK(x)                                                                         \
@@ -96,16 +97,62 @@ int sgemmCase(int64_t n, int64_t k) {
   return ok ? 0 : 3;
 }
 
+// Long M (Mlp's forward pass and backward deltas, whose M is the batch's rows): row-major C (m×2) =
+// A (m×2) · B (2×2) with A[i][c] = v(i, c) and B all ones, so C[i][j] = v(i, 0) + v(i, 1); checked on
+// the device (count of wrong elements).
+__global__ void fillLongM(float* A, int64_t m) {
+  for (int64_t x = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; x < 2 * m; x += int64_t{gridDim.x} * blockDim.x)
+    A[x] = static_cast<float>((5 * (x / 2) + 7 * (x % 2)) % 17 - 8);
+}
+__global__ void checkLongM(const float* C, int64_t m, unsigned long long* wrong) {
+  for (int64_t x = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; x < 2 * m; x += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = x / 2;
+    const float want = static_cast<float>((5 * i) % 17 - 8 + (5 * i + 7) % 17 - 8);
+    if (!(C[x] == want)) atomicAdd(wrong, 1ull);
+  }
+}
+int sgemmLongM(int64_t m) {
+  float *A = nullptr, *B = nullptr, *C = nullptr;
+  unsigned long long* wrong = nullptr;
+  CHECK(cudaMalloc(&A, 2 * m * sizeof(float)));
+  CHECK(cudaMalloc(&C, 2 * m * sizeof(float)));
+  CHECK(cudaMalloc(&B, 4 * sizeof(float)));
+  CHECK(cudaMalloc(&wrong, sizeof(unsigned long long)));
+  const float ones[4] = {1, 1, 1, 1};
+  CHECK(cudaMemcpy(B, ones, sizeof ones, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(wrong, 0, sizeof(unsigned long long)));
+  fillLongM<<<4096, 256>>>(A, m);
+  CHECK(cudaMemset(C, 0xFF, 2 * m * sizeof(float)));  // NaN
+  CHECK(cudaDeviceSynchronize());
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
+  const float one = 1.0f, zero = 0.0f;
+  // Row-major C = A·B as column-major Cᵀ (2×m) = Bᵀ (2×2) · Aᵀ (2×m): n = 2, m, k = 2.
+  const cublasStatus_t st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, static_cast<int>(m), 2, &one, B, 2, A, 2,
+                                        &zero, C, 2);
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t sync = cudaDeviceSynchronize();
+  checkLongM<<<4096, 256>>>(C, m, wrong);
+  unsigned long long bad = 0;
+  const cudaError_t copy = cudaMemcpy(&bad, wrong, sizeof bad, cudaMemcpyDeviceToHost);
+  const bool ok = st == CUBLAS_STATUS_SUCCESS && launch == cudaSuccess && sync == cudaSuccess && copy == cudaSuccess &&
+                  bad == 0;
+  std::printf("sgemm-m m=%-11lld n=2 k=2 status=%d launch=%s sync=%s wrong=%llu %s\n", static_cast<long long>(m),
+              static_cast<int>(st), cudaGetErrorName(launch), cudaGetErrorName(sync), bad, ok ? "OK" : "WRONG");
+  return ok ? 0 : 3;
+}
+
 // One case per process (a failed call can leave an illegal-address error that ends the context):
-//   probe dgemm|dsyrk|sgemm N K
+//   probe dgemm|dsyrk|sgemm N K, or probe sgemm-m 2 M
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::printf("usage: probe dgemm|dsyrk|sgemm N K\n");
+    std::printf("usage: probe dgemm|dsyrk|sgemm N K, or probe sgemm-m 2 M\n");
     return 2;
   }
   const bool gemm = argv[1][1] == 'g';
   const int64_t n = std::atoll(argv[2]), k = std::atoll(argv[3]);
   if (n < 1 || n > 4096 || k < 1 || k > INT32_MAX) return 2;
+  if (!std::strcmp(argv[1], "sgemm-m")) return sgemmLongM(k);
   if (argv[1][0] == 's' && argv[1][1] == 'g') return sgemmCase(n, k);
   double* A = nullptr;
   double* C = nullptr;

@@ -5,14 +5,19 @@
 # prints nothing, so the logs have no line for DSYRK n = 4 at k = 2^30 − 1 and 2^30, nor n = 1 at 2^30.
 # Needs up to 69 GB of device memory (n·k·8 bytes; SGEMM twice that in float32).
 #
-#   bash bench/dev/ata/cublas_k_probe.sh [which]     which: dsyrk-dgemm (default) | sgemm
+# `long-m` (logs/h100-cublas-long-m-probe.log, H100): SGEMM with M up to INT_MAX, as Mlp's forward
+# pass and backward deltas call it (M = the batch's rows, K and N small).
+#
+#   bash bench/dev/ata/cublas_k_probe.sh [which]     which: dsyrk-dgemm (default) | sgemm | long-m
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 /usr/local/cuda/bin/nvcc -std=c++17 -O2 -o /tmp/cublas_k_probe bench/dev/ata/cublas_k_probe.cu -lcublas || exit 1
 run() { timeout 45 /tmp/cublas_k_probe "$@" 2>&1 | tail -1; }
-if [ "${1:-dsyrk-dgemm}" = sgemm ]; then
+if [ "${1:-dsyrk-dgemm}" = long-m ]; then
+  for m in 1073741824 1610612736 2147483647; do timeout 40 /tmp/cublas_k_probe sgemm-m 2 $m 2>&1 | tail -1; done
+elif [ "${1:-dsyrk-dgemm}" = sgemm ]; then
   for k in 1073741824 1610612736 2000000000 2100000000 2147483647; do run sgemm 2 $k; done
   for k in 1073741824 2147483647; do run sgemm 4 $k; done
   for k in 268435456 536870912; do run sgemm 16 $k; done
