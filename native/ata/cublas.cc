@@ -17,7 +17,7 @@ namespace ata {
 namespace {
 
 // K in chunks (core/cublas.h) of at most 2^30 rows and 2^31 elements of A, rounded down to 16 rows so
-// that every chunk's A starts 128-byte aligned: one call for rows ≤ 2^30 with rows·cols ≤ 2^31.
+// that every chunk's A starts 128-byte aligned: one call for any A of up to 2^30 elements.
 // Within that DSYRK stayed linear for n = 2 (7.6 s at k = 2^30) and 16 … 1000; for n = 1 it took over
 // 45 s at k = 2^30 (not probed further): only an explicit cublas-syrk meets that, since auto picks
 // DGEMM up to 128 columns.

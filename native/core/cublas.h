@@ -76,12 +76,13 @@ void check(Status s, const char* call);
 // Long K. cuBLAS 13.0's GEMM-class routines went wrong well inside their int range
 // (bench/dev/ata/NOTES.md §12, cublas_k_probe.cu and its logs): SGEMM as gemm calls it, with
 // m = n = 2 or 4 and k = INT_MAX, returned success and a C off by 17408 (H100); the package's DGEMM
-// with n = 2 and k = INT_MAX left C wrong (H200) or untouched (H100), though the same call alone in a
-// fresh process was exact; DSYRK with n = 2 and 4 turned from linear to minutes past 2^31 elements
-// of A, and hit an illegal address at n = 2, k = INT_MAX. Every case that finished with k ≤ 2^30
-// and at most 2^31 elements of A was exact. So callers feed K in chunks of at most `limit`
-// (≤ 2^30) and accumulate: f(k0, kc, beta) for each chunk, beta = 0 for the first and 1 after; k = 0
-// is one call with kc = 0, as before (C = beta·C = 0). Every k up to the limit is one call.
+// with n = 2 and k = INT_MAX left C wrong (H200) or untouched (H100), though the same call alone in
+// a fresh process was exact; DSYRK, linear up to 2^31 elements of A, took 69 s at n = 2,
+// k = 1.5·2^30 and over 45 s at n = 4, k = 2^30, and hit an illegal address at n = 2, k = INT_MAX.
+// Every case that finished with k ≤ 2^30 and at most 2^31 elements of A was exact. So callers feed
+// K in chunks of at most `limit` (≤ 2^30) and accumulate: f(k0, kc, beta) for each chunk, beta = 0
+// for the first and 1 after; k = 0 is one call with kc = 0, as before (C = beta·C = 0). Every k up
+// to the limit is one call.
 constexpr int64_t kMaxKChunk = int64_t{1} << 30;
 // The test hook debugCublasKChunk forces a smaller chunk (0 = none), so that the suites run every
 // multi-chunk path at small sizes, and reads how many chunk calls were made since it was last called.
