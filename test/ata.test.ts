@@ -3,6 +3,7 @@ import { native } from '../lib/native';
 import { describeGpu, describeNeeding } from './helpers/gpu';
 import { freshSeed } from './harness/families';
 import { longKMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/long-k';
+import { symmetryDefect } from './helpers/reference-checks';
 
 const SHAPES: [number, number][] = [
   [1, 1],
@@ -17,12 +18,6 @@ const SHAPES: [number, number][] = [
 ];
 // Methods that compute one triangle and mirror it: C must be exactly symmetric.
 const MIRRORED = new Set(['cublas-syrk', 'tiled', 'fast']);
-
-function symmetryDefect(c: Float64Array, n: number): number {
-  let bad = 0;
-  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) if (c[i * n + j] !== c[j * n + i]) bad++;
-  return bad;
-}
 
 describe('cpu.atA', () => {
   test('matches a hand-computed Gram matrix', () => {

@@ -8,6 +8,7 @@ import * as ck from '../lib';
 import { native } from '../lib/native';
 import { flatWeights, freshSeed } from './harness/families';
 import { describeNeeding, gpuCount } from './helpers/gpu';
+import { mlpData, outsideGemmBound, symmetryDefect } from './helpers/reference-checks';
 
 const forceChunk = native.debugCublasKChunk;
 
@@ -50,9 +51,7 @@ describeNeeding(
             const calls = chunkCalls(chunk, () => ck.atA(a, rows, cols, { method, out }));
             const got = out.toHostSync();
             const err = ck.cpu.relativeError(got, ref);
-            let asym = 0;
-            for (let i = 0; i < cols; i++)
-              for (let j = i + 1; j < cols; j++) if (got[i * cols + j] !== got[j * cols + i]) asym++;
+            const asym = symmetryDefect(got, cols);
             // Names the case in the failure message.
             expect({ method, rows, cols, calls, within: err < 1e-12, asym: method === 'cublas' ? 0 : asym }).toEqual({
               method,
@@ -74,14 +73,11 @@ describeNeeding(
       ]) {
         const a = ck.cpu.randomArray(Float32Array, m * k, freshSeed());
         const b = ck.cpu.randomArray(Float32Array, k * n, freshSeed());
-        const ref = ck.cpu.gemm(a, b, m, k, n);
-        const magnitude = ck.cpu.gemm(a.map(Math.abs), b.map(Math.abs), m, k, n);
         using dA = ck.upload(a);
         using dB = ck.upload(b);
         using out = ck.full('float32', m * n, NaN);
         const calls = chunkCalls(chunk, () => ck.gemm(dA, dB, m, k, n, { method: 'cublas', out }));
-        const got = out.toHostSync();
-        const bad = got.findIndex((v, i) => !(Math.abs(v - ref[i]) <= k * 2 ** -23 * magnitude[i] + 1e-30));
+        const bad = outsideGemmBound(out.toHostSync(), a, b, m, k, n);
         expect({ m, k, n, calls, bad }).toEqual({ m, k, n, calls: Math.ceil(k / chunk), bad: -1 });
       }
     });
@@ -94,8 +90,7 @@ describeNeeding(
       const layers = [70, 67, 65];
       const P = 231;
       const batchSize = 100;
-      const X = ck.cpu.randomArray(Float32Array, P * layers[0], seed);
-      const T = ck.cpu.randomArray(Float32Array, P * 65, seed + 1).map((v) => (v + 1) / 2);
+      const { X, T } = mlpData(P, layers[0], layers[2], seed);
       const spec = {
         layers,
         eta: 0.05 / batchSize,

@@ -4,13 +4,7 @@ import { HIDDEN_CODE, OUTPUT_CODE } from '../lib/ops/mlp';
 import { flatWeights, freshSeed } from './harness/families';
 import { expectThrows } from './helpers/errors';
 import { describeGpu } from './helpers/gpu';
-
-/** P patterns of n inputs in [-1, 1) and m targets in [0, 1). */
-function data(P: number, n: number, m: number, seed: number): { X: Float32Array; T: Float32Array } {
-  const X = ck.cpu.randomArray(Float32Array, P * n, seed);
-  const T = ck.cpu.randomArray(Float32Array, P * m, seed + 1).map((v) => (v + 1) / 2);
-  return { X, T };
-}
+import { mlpData as data } from './helpers/reference-checks';
 
 /** ‖a − b‖ / ‖b‖ over all parameters. */
 const weightError = (a: ck.MlpWeights, b: ck.MlpWeights) => ck.cpu.relativeError(flatWeights(a), flatWeights(b));
