@@ -272,6 +272,12 @@ export interface NativeBinding {
   /** Prefix sums of `a` into `out` (same dtype and length; may be `a`) with the method at `method`. */
   scanRun(a: BufferHandle, out: BufferHandle, method: number, inclusive: boolean): void;
   scanMethods(): string[];
+  /**
+   * The CUB the addon was built against: `version` is CUB_VERSION (2.3.2 is 200302); `maxItems` the
+   * longest array the `cub` scan takes (2^31 - 1 before CUB 2.7, whose num_items was an int; else
+   * 2^53 - 1, any array).
+   */
+  scanCubInfo(): { version: number; maxItems: number };
   /** op: 0 sum, 1 min, 2 max. */
   reduceRun(a: BufferHandle, op: number): number;
   /** The same, queued before it returns (it reduces `a` as it is at the call), waited for on a libuv pool thread. */

@@ -2,7 +2,7 @@ import * as ck from '../lib';
 import { native } from '../lib/native';
 import { describeGpu, describeNeeding } from './helpers/gpu';
 import { freshSeed } from './harness/families';
-import { longKMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/long-k';
+import { hugeInputMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/huge-inputs';
 import { symmetryDefect } from './helpers/reference-checks';
 
 const SHAPES: [number, number][] = [
@@ -159,7 +159,7 @@ describeGpu('atA', () => {
 });
 
 // Long K through every method but the textbook ones, on A filled on the device by a user kernel with
-// the integers of helpers/long-k.ts, v(r, c) = (5r + 7c) mod 17 − 8. Every product and partial sum
+// the integers of helpers/huge-inputs.ts, v(r, c) = (5r + 7c) mod 17 − 8. Every product and partial sum
 // is an integer below 2^53, so every method must give the closed-form sums exactly, in any order.
 // - 2^31 + 77 rows × 2 columns (4 294 967 450 elements, 34.4 GB): rows and elements past 32-bit
 //   indices. The values repeat every 17 rows and 2^31 ≡ 9 (mod 17), so a row or element index that
@@ -203,5 +203,5 @@ describeNeeding(
       }
     });
   },
-  longKMissing(HUGE_BYTES),
+  hugeInputMissing(HUGE_BYTES),
 );

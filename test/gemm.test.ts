@@ -1,7 +1,7 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
 import { describeGpu, describeNeeding } from './helpers/gpu';
-import { longKMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/long-k';
+import { hugeInputMissing, periodic, PERIODIC_CXX, periodicSum } from './helpers/huge-inputs';
 import { outsideGemmBound } from './helpers/reference-checks';
 import { freshSeed } from './harness/families';
 
@@ -109,7 +109,7 @@ describeGpu('gemm', () => {
   });
 });
 
-// Long K, and A past 2^32 elements, on A filled on the device with the integers of helpers/long-k.ts,
+// Long K, and A past 2^32 elements, on A filled on the device with the integers of helpers/huge-inputs.ts,
 // A[i][r] = v(r, i), and B all ones: C[i][j] = Σ_r v(r, i). Each row of A sums to 0 over every 17
 // columns, so the partial sums of contiguous runs, and of strided runs whose stride is coprime to 17,
 // stay small integers, and so do sums of those: exact in float32 in the blocked orders GEMMs use.
@@ -170,5 +170,5 @@ describeNeeding(
       }
     });
   },
-  longKMissing(LONG_K_BYTES),
+  hugeInputMissing(LONG_K_BYTES),
 );

@@ -1,7 +1,8 @@
 import * as ck from '../lib';
 import { native } from '../lib/native';
 import { floatScanError, freshSeed } from './harness/families';
-import { describeGpu } from './helpers/gpu';
+import { describeGpu, describeNeeding } from './helpers/gpu';
+import { hugeInputMissing } from './helpers/huge-inputs';
 
 const LENGTHS = [0, 1, 2, 31, 32, 33, 1023, 1024, 1025, 65_537, 2 ** 20 + 7];
 const INTEGER = new Set<ck.Dtype>(['int32', 'uint32']);
@@ -161,3 +162,102 @@ describeGpu('scan', () => {
     expect(() => ck.reduce(freed, 'sum')).toThrow(/arr has been freed/);
   });
 });
+
+// Past 2^32 elements: int32, n = 2^32 + 2^20 + 7 (17.2 GB in and as much out), filled on the device
+// with x(i) = (i mod 7) − 3. Each 7 in a row sum to 0, so the prefix sums repeat every 7 and stay
+// small: inclusive S(i) = r(r + 1)/2 − 3(r + 1) for r = i mod 7, exclusive S(i) − x(i). A count
+// narrowed to 32 bits would scan only the first 2^20 + 7 (CUB before 2.7 takes num_items as an int):
+// every element is checked on the device (a reduction counts the wrong ones and finds the first).
+// Where the addon's CUB counts in an int, `cub` must refuse the array and leave `out` as it was.
+const BIG_N = 2 ** 32 + 2 ** 20 + 7;
+
+describeNeeding(
+  'scan and reduce past 2^32 elements',
+  () => {
+    const fill = ck.elementwise({
+      name: 'scan_big_fill',
+      in: 'int32 period',
+      out: 'int32 x',
+      body: 'x = (int)(i % period) - 3;',
+    });
+    const want =
+      'const long long r = i % 7; const int s = (int)(r * (r + 1) / 2 - 3 * (r + 1)) - (exclusive ? (int)r - 3 : 0);';
+    const wrong = ck.reduction({
+      name: 'scan_big_wrong',
+      in: 'int32 got, int32 exclusive',
+      out: 'float64 count',
+      preamble: `__device__ bool ck_wrong(int got, int exclusive, long long i) { ${want} return got != s; }`,
+      map: 'ck_wrong(got, exclusive, i) ? 1.0 : 0.0',
+      reduce: 'a + b',
+      identity: '0',
+    });
+    const first = ck.reduction({
+      name: 'scan_big_first_wrong',
+      in: 'int32 got, int32 exclusive',
+      out: 'float64 index',
+      preamble: `__device__ bool ck_wrong(int got, int exclusive, long long i) { ${want} return got != s; }`,
+      map: 'ck_wrong(got, exclusive, i) ? (double)i : 1e300',
+      reduce: 'min(a, b)',
+      identity: '1e300',
+    });
+    const cubMax = native.scanCubInfo().maxItems;
+    let a: ck.DeviceArray<'int32'>;
+    let out: ck.DeviceArray<'int32'>;
+    beforeAll(() => {
+      a = ck.empty('int32', BIG_N);
+      out = ck.empty('int32', BIG_N);
+    });
+    afterAll(() => {
+      a?.free();
+      out?.free();
+    });
+
+    /** How many elements of `got` differ from the closed form, and the first (-1: none). */
+    function check(got: ck.DeviceArray<'int32'>, inclusive: boolean) {
+      const ex = inclusive ? 0 : 1;
+      using count = wrong(got, ex);
+      using at = first(got, ex);
+      const index = at.toHostSync()[0];
+      return { wrong: count.toHostSync()[0], first: index === 1e300 ? -1 : index };
+    }
+
+    test('reduce: sum, min and max of the whole array', () => {
+      fill(7, { out: a });
+      // Whole periods sum to 0; the (2^32 + 2^20 + 7) mod 7 = 1 element after them is −3.
+      const rest = BIG_N % 7;
+      let tail = 0;
+      for (let r = 0; r < rest; r++) tail += r - 3;
+      expect({ sum: ck.reduce(a, 'sum'), min: ck.reduce(a, 'min'), max: ck.reduce(a, 'max') }).toEqual({
+        sum: tail,
+        min: -3,
+        max: 3,
+      });
+    });
+
+    test.each(ck.scanMethods.flatMap((m) => [true, false].map((inclusive) => [m, inclusive] as const)))(
+      '%s, inclusive %s: every element is the closed form (cub: or refused where its CUB counts in an int)',
+      (method, inclusive) => {
+        fill(7, { out: a });
+        out.fill(-1_000_000);
+        if (method === 'cub' && BIG_N > cubMax) {
+          expect(() => ck.scan(a, { method, inclusive, out })).toThrow(/'cub' takes at most 2147483647 elements/);
+          expect(check(out, inclusive).wrong).toBe(BIG_N);
+          return;
+        }
+        ck.scan(a, { method, inclusive, out });
+        expect({ method, ...check(out, inclusive) }).toEqual({ method, wrong: 0, first: -1 });
+      },
+    );
+
+    test.each(['fast', 'cub'] as const)('%s in place', (method) => {
+      fill(7, { out: a });
+      if (method === 'cub' && BIG_N > cubMax) {
+        expect(() => ck.scan(a, { method, out: a })).toThrow(/'cub' takes at most/);
+        return;
+      }
+      ck.scan(a, { method, out: a });
+      expect({ method, ...check(a, true) }).toEqual({ method, wrong: 0, first: -1 });
+    });
+  },
+  hugeInputMissing(2 * BIG_N * 4),
+);

@@ -11,7 +11,8 @@ import { native } from '../native';
  *   the block, one block walking the whole array (a teaching reference, not fast).
  * - `blocks`: the classic three kernels — reduce each block, scan the block sums, scan each block
  *   with its offset.
- * - `cub`: cub::DeviceScan from the toolkit's CCCL headers.
+ * - `cub`: cub::DeviceScan from the toolkit's CCCL headers (at most 2^31 - 1 elements where the addon
+ *   was built against CUB before 2.7, such as the CUDA 12 fallback binary: a RangeError past that).
  * - `lookback`: single pass with decoupled look-back, one tile per block.
  * - `fast`: the same look-back from persistent blocks that keep several tiles in flight (bulk
  *   copies into shared memory), so loads go on while a tile waits for its prefix; sm_90 and newer,
@@ -55,6 +56,7 @@ export function scan<D extends Dtype>(arr: DeviceArray<D>, options: ScanOptions 
     throw rangeError('options.method', `one of auto, ${scanMethods.join(', ')}`, method);
   }
   const resolved = method === 'auto' ? 'fast' : method;
+  if (resolved === 'cub') checkCubLength(arr.length);
   let out = options.out as DeviceArray<D> | undefined;
   if (out !== undefined) {
     checkArray('options.out', out, arr.dtype);
@@ -71,6 +73,20 @@ export function scan<D extends Dtype>(arr: DeviceArray<D>, options: ScanOptions 
     throw e;
   }
   return out;
+}
+
+/**
+ * CUB before 2.7 counts DeviceScan's items in an int: a longer array would be scanned only in part,
+ * without an error, so `cub` refuses it there (the CUDA 12 fallback binary is built against 2.3.2).
+ */
+function checkCubLength(length: number): void {
+  const { version, maxItems } = native.scanCubInfo();
+  if (length <= maxItems) return;
+  const v = `${Math.floor(version / 100000)}.${Math.floor(version / 100) % 1000}.${version % 100}`;
+  throw new RangeError(
+    `options.method 'cub' takes at most ${maxItems} elements in this build (CUB ${v} counts items in an int; ` +
+      `CUB 2.7 and newer take any length), and arr has ${length}: 'fast' and 'lookback' take any length`,
+  );
 }
 
 /** The op's index for native reduceRun, after checking `arr` and `op`. */

@@ -36,6 +36,9 @@ Napi::Value scanRun(const Napi::CallbackInfo& info) {
   if (in.dtype != out.dtype) throw Napi::TypeError::New(env, "arr and out must have the same dtype");
   if (in.length != out.length) throw Napi::RangeError::New(env, "arr and out must have the same length");
   if (in.device != out.device) throw Napi::RangeError::New(env, "arr and out must be on the same device");
+  if (scan::kMethods[method].launch == scan::launchCub && in.length > scan::cubMaxItems())
+    throw Napi::RangeError::New(env, "method 'cub' takes at most " + std::to_string(scan::cubMaxItems()) +
+                                         " elements with the CUB this addon was built against");
   guard(env, [&] {
     cudaStream_t stream = libraryStream(in.device);
     check(scan::kMethods[method].launch(in.ptr, out.ptr, in.dtype, in.length, inclusive, stream),
@@ -46,6 +49,16 @@ Napi::Value scanRun(const Napi::CallbackInfo& info) {
 
 Napi::Value scanMethods(const Napi::CallbackInfo& info) {
   return methodNames(info.Env(), scan::kMethods, scan::kMethodCount);
+}
+
+// scanCubInfo() -> { version: CUB_VERSION of the build (2.3.2 is 200302), maxItems: the longest array
+// the `cub` method takes (2^31 - 1 before CUB 2.7, else 2^53 - 1: any array) }.
+Napi::Value scanCubInfo(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("version", scan::cubVersion());
+  const uint64_t max = scan::cubMaxItems();
+  o.Set("maxItems", static_cast<double>(max < (uint64_t{1} << 53) ? max : (uint64_t{1} << 53) - 1));
+  return o;
 }
 
 // The reduction of `length` elements at `ptr` on `stream`, waited for on the JS thread (spinning: the
@@ -108,6 +121,7 @@ Napi::Value reduceRunAsync(const Napi::CallbackInfo& info) {
 void registerScan(Napi::Env env, Napi::Object exports) {
   exports.Set("scanRun", Napi::Function::New(env, scanRun, "scanRun"));
   exports.Set("scanMethods", Napi::Function::New(env, scanMethods, "scanMethods"));
+  exports.Set("scanCubInfo", Napi::Function::New(env, scanCubInfo, "scanCubInfo"));
   exports.Set("reduceRun", Napi::Function::New(env, reduceRun, "reduceRun"));
   exports.Set("reduceRunAsync", Napi::Function::New(env, reduceRunAsync, "reduceRunAsync"));
 }

@@ -2,8 +2,10 @@
 // against.
 // H100 (bench/results, 2^28 int32): 0.966 ms, 2223 GB/s.
 // Bench method: cub
+#include <climits>
 #include <cstdint>
 #include <cub/cub.cuh>
+#include <cub/version.cuh>
 
 #include "core/pool.h"
 #include "scan/scan.h"
@@ -19,7 +21,8 @@ namespace detail {
 template <class T>
 cudaError_t cubScan(const T* in, T* out, size_t n, bool inclusive, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  const int64_t items = static_cast<int64_t>(n);  // 64-bit num_items: CUB picks 64-bit offsets
+  if (n > cubMaxItems()) return cudaErrorInvalidValue;  // the binding refuses these with the limit named
+  const int64_t items = static_cast<int64_t>(n);  // from CUB 2.7 num_items is a template: 64-bit offsets
   size_t bytes = 0;
   cudaError_t err = inclusive ? cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, items, stream)
                               : cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, items, stream);
@@ -41,6 +44,21 @@ struct CubRunner {
 };
 
 }  // namespace detail
+
+// Up to CUB 2.6 DeviceScan's num_items is an int, and a longer count narrows without a word at the
+// call above: 2^32 + m items would scan the first m and leave the rest unwritten. The CUDA 12 fallback
+// binary is built against CUB 2.3.2 (scripts/release/cuda12.sh); a source build takes its toolkit's.
+uint64_t cubMaxItems() {
+#if CUB_VERSION < 200700
+  return INT_MAX;
+#else
+  return UINT64_MAX;
+#endif
+}
+
+int cubVersion() {
+  return CUB_VERSION;
+}
 
 cudaError_t launchCub(const void* in, void* out, Dtype dtype, size_t n, bool inclusive, cudaStream_t stream) {
   return detail::dispatchScan<detail::CubRunner>(dtype, in, out, n, inclusive, stream);

@@ -34,9 +34,12 @@ cudaError_t launchWarp(const void* in, void* out, Dtype dtype, size_t n, bool in
 cudaError_t launchBlocks(const void* in, void* out, Dtype dtype, size_t n, bool inclusive,
                          cudaStream_t stream);
 
-// cub::DeviceScan::InclusiveSum / ExclusiveSum with 64-bit num_items (int32 is scanned as uint32 so
-// the wrap-around is defined behaviour).
+// cub::DeviceScan::InclusiveSum / ExclusiveSum (int32 is scanned as uint32 so the wrap-around is
+// defined behaviour), for up to cubMaxItems() items: any count from CUB 2.7 on, INT_MAX before
+// (num_items was an int); past it, cudaErrorInvalidValue. cubVersion(): CUB_VERSION (2.3.2 is 200302).
 cudaError_t launchCub(const void* in, void* out, Dtype dtype, size_t n, bool inclusive, cudaStream_t stream);
+uint64_t cubMaxItems();
+int cubVersion();
 
 // Single pass, decoupled look-back: each block takes the next tile (8192 4-byte items or 4096
 // doubles) from an atomic counter, scans it in registers, and one warp finds its prefix from the

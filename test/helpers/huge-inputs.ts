@@ -1,4 +1,5 @@
-// Shared by the long-K tests of atA and gemm: matrices filled on the device with integers
+// Shared by the tests of inputs of tens of GB (atA's and gemm's long K, scans past 2^32 elements): when
+// such a suite can run, and, for the long-K tests, matrices filled on the device with integers
 // v(r, c) = (5r + 7c) mod 17 − 8, whose sums the tests know in closed form and which every method must
 // give exactly (the sums stay integers below 2^53, and below 2^24 where float32 sums a zero-mean run).
 import * as ck from '../../lib';
@@ -23,11 +24,11 @@ export function periodicSum(count: number, f: (r: number) => number): number {
 }
 
 /**
- * Why a long-K suite cannot run here (null: it can): it needs a GPU, NVRTC for its fill kernel, no
- * sanitizer (each method reads tens of GB) and `bytes` of device memory plus 1 GB. On the GPU runner
+ * Why a suite of huge inputs cannot run here (null: it can): it needs a GPU, NVRTC for its fill and
+ * check kernels, no sanitizer (each method reads tens of GB) and `bytes` of device memory plus 1 GB. On the GPU runner
  * (CK_REQUIRE_GPU=1) a missing GPU is no reason: the suite runs and fails, as describeGpu's do.
  */
-export function longKMissing(bytes: number): string | null {
+export function hugeInputMissing(bytes: number): string | null {
   if (gpuCount === 0) return process.env.CK_REQUIRE_GPU ? null : `no GPU — ${ck.runtimeInfo().noDeviceReason}`;
   const nvrtc = ck.nvrtcInfo();
   if (!nvrtc.available) return `no NVRTC — ${nvrtc.code}`;
