@@ -659,6 +659,13 @@ export interface NativeBinding {
    */
   debugCublasKChunk?(rows: number): number;
   /**
+   * Test-only: every later gemm `fast` launch cuts k into `pieces` pieces (split-K; 0: back to its own
+   * plan, which splits only a C of less than one wave of tiles), so the suites run the split path at
+   * small sizes. Returns how many pieces the last `fast` launch since the hook was last called used
+   * (0: none ran). Needs no GPU.
+   */
+  debugGemmSplits?(pieces: number): number;
+  /**
    * Test-only: kernelsLaunch's launch and a cudaDeviceSynchronize, `reps` times in C++, each timed on
    * the host's clock (µs): the floor under a launch + synchronize() from JavaScript, in this process.
    */

@@ -19,6 +19,7 @@ describe('addon', () => {
       'debugCurrentDevice',
       'debugFailStagedUploads',
       'debugFault',
+      'debugGemmSplits',
       'debugHoldStream',
       'debugHostCopy',
       'debugKernelLaunchLoop',

@@ -14,6 +14,9 @@
 // small sizes: every later cuBLAS call feeds K in chunks of at most `rows` (0: back to the default);
 // returns the number of chunk calls made since the hook was last called, so a test can tell that K
 // was split.
+// `debugGemmSplits(pieces)`, so the suites can run gemm fast's split-K at small sizes: every later
+// fast launch cuts k into that many pieces (0: its own plan); returns the pieces of the last fast
+// launch since the hook was last called (0 if none).
 #include <napi.h>
 
 #include <cstring>
@@ -23,6 +26,7 @@
 #include "debug_kernels.h"
 #include "device.h"
 #include "errors.h"
+#include "gemm/gemm.h"
 #include "transfer.h"
 
 namespace ck {
@@ -81,6 +85,15 @@ Napi::Value debugCublasKChunk(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(cublas::takeKChunkCount()));
 }
 
+// debugGemmSplits(pieces) -> the pieces of the last gemm fast launch (0: none since the last call);
+// forces the pieces of every later one (0: its own plan).
+Napi::Value debugGemmSplits(const Napi::CallbackInfo& info) {
+  const int64_t pieces = countArg(info, 0, "pieces");
+  if (pieces > 65535) throw Napi::RangeError::New(info.Env(), "pieces must be at most 65535");
+  gemm::setForcedSplits(static_cast<int>(pieces));
+  return Napi::Number::New(info.Env(), static_cast<double>(gemm::takeLastSplits()));
+}
+
 }  // namespace
 
 void registerDebug(Napi::Env env, Napi::Object exports) {
@@ -88,6 +101,7 @@ void registerDebug(Napi::Env env, Napi::Object exports) {
   exports.Set("debugCurrentDevice", Napi::Function::New(env, debugCurrentDevice, "debugCurrentDevice"));
   exports.Set("debugHostCopy", Napi::Function::New(env, debugHostCopy, "debugHostCopy"));
   exports.Set("debugCublasKChunk", Napi::Function::New(env, debugCublasKChunk, "debugCublasKChunk"));
+  exports.Set("debugGemmSplits", Napi::Function::New(env, debugGemmSplits, "debugGemmSplits"));
 }
 
 }  // namespace ck

@@ -6,10 +6,14 @@
 // rate against cuBLAS (TF32 off), from the pair protocol, is in bench/results/README.md;
 // bench/dev/gemm/NOTES.md has each version between.
 // Bench method: fast
+#include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
+#include "core/launch.h"
 #include "core/math.h"
+#include "core/pool.h"
 #include "gemm/common.cuh"
 #include "gemm/gemm.h"
 #include "gemm/register_pipeline.cuh"
@@ -21,13 +25,87 @@ namespace detail {
 //                           BM   BN  BK  WM  WN RM RN MinBlocks
 using Pipe128x128k16 = PipeConfig<128, 128, 16, 32, 64, 2, 2, 2>;
 
+// Split-K. A C of few tiles (a long, thin product such as a Gram matrix of a few hundred features)
+// would run on a few blocks, each walking all of k alone: 2 × (2^31 − 1) × 2 took 213 s on one block
+// of an H200. Below one wave of resident blocks, k is cut into up to resident / tiles pieces of at
+// least kMinSplitSlabs slabs; each piece writes its partial C to a workspace (at most one wave of
+// 128×128 tiles, 17 MB on 132 SMs) and a second kernel sums the pieces in order, so the result does
+// not depend on timing. Bigger C's are left as they are: their tiles already fill the GPU.
+constexpr int64_t kMinSplitSlabs = 32;
+
+std::atomic<int> forcedSplits{0}, lastSplits{0};
+
+__global__ void sum_pieces_kernel(const float* __restrict__ work, float* __restrict__ C, int64_t count,
+                                  int pieces) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    float sum = work[i];
+    for (int p = 1; p < pieces; ++p) sum += work[p * count + i];
+    C[i] = sum;
+  }
+}
+
+// Pieces of k for C = A·B with Cfg's tiles on the current device (1: no split).
+template <class Cfg>
+cudaError_t planSplits(int64_t m, int64_t k, int64_t n, int& splits) {
+  splits = 1;
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return err;
+  const int64_t tiles = ceilDiv(m, Cfg::BM) * ceilDiv(n, Cfg::BN);
+  const int64_t slabs = ceilDiv(k, Cfg::BK);
+  const int64_t resident = static_cast<int64_t>(sms) * Cfg::MinBlocks;
+  int64_t want = tiles < resident ? std::min(resident / tiles, slabs / kMinSplitSlabs) : 1;
+  if (const int forced = forcedSplits.load(std::memory_order_relaxed); forced > 0) want = forced;
+  splits = static_cast<int>(std::max<int64_t>(1, std::min(want, kMaxGridY)));
+  return cudaSuccess;
+}
+
 }  // namespace detail
+
+void setForcedSplits(int splits) {
+  detail::forcedSplits.store(splits, std::memory_order_relaxed);
+}
+
+int takeLastSplits() {
+  return detail::lastSplits.exchange(0, std::memory_order_relaxed);
+}
 
 cudaError_t launchFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
                        cudaStream_t stream) {
+  using Cfg = detail::Pipe128x128k16;
   cudaError_t err;
   if (detail::trivialShape(C, m, k, n, stream, err)) return err;
-  return detail::launchPipeWith<detail::Pipe128x128k16>(A, B, C, m, k, n, stream);
+  int splits = 1;
+  err = detail::planSplits<Cfg>(m, k, n, splits);
+  if (err != cudaSuccess) return err;
+  // Whole slabs per piece, and no empty piece: the piece count follows from the slabs per piece.
+  const int64_t slabs = ceilDiv(k, Cfg::BK);
+  const int64_t perPiece = ceilDiv(slabs, static_cast<int64_t>(splits));
+  splits = static_cast<int>(ceilDiv(slabs, perPiece));
+  float* work = nullptr;
+  if (splits > 1) {
+    err = poolMalloc(&work, static_cast<size_t>(splits) * static_cast<size_t>(m * n) * sizeof(float), stream);
+    if (err == cudaErrorMemoryAllocation) {  // the device is full: the unsplit kernel needs no workspace
+      splits = 1;
+    } else if (err != cudaSuccess) {
+      return err;
+    }
+  }
+  detail::lastSplits.store(splits, std::memory_order_relaxed);
+  if (splits == 1) return detail::launchPipeWith<Cfg>(A, B, C, m, k, n, stream);
+  err = detail::launchPipeSplit<Cfg>(A, B, work, m, k, n, splits, perPiece * Cfg::BK, stream);
+  if (err == cudaSuccess) {
+    unsigned blocks = 0;
+    err = gridStrideBlocks(static_cast<size_t>(m * n), 256, &blocks);
+    if (err == cudaSuccess) {
+      detail::sum_pieces_kernel<<<blocks, 256, 0, stream>>>(work, C, m * n, splits);
+      err = cudaGetLastError();
+    }
+  }
+  const cudaError_t freeErr = poolFree(work, stream);
+  return err != cudaSuccess ? err : freeErr;
 }
 
 }  // namespace gemm

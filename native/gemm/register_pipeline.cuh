@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/math.h"
 #include "gemm/common.cuh"
@@ -47,12 +48,25 @@ struct PipeConfig {
   static_assert(BM % 32 == 0 && (4 * APitch) % 32 == 16, "A staging store bank pattern");
 };
 
-template <class Cfg, bool Vec, bool VecA>
+// Split-K (Split): block row blockIdx.y sums k in [y·kSplit, (y + 1)·kSplit) ∩ [0, k) (kSplit a
+// multiple of BK, so A's and B's 16-byte alignment holds) into its own m×n slice C + y·m·n. Its own
+// instantiation: the offsets cost the scalar-load kernels 40–80 bytes of spills, which the unsplit
+// kernel (gridDim.y = 1, the whole product into C) is spared.
+template <class Cfg, bool Vec, bool VecA, bool Split>
 __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     sgemm_pipe_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                      int64_t m, int64_t k, int64_t n, int tilesM, int tilesN) {
+                      int64_t m, int64_t k, int64_t n, int tilesM, int tilesN, int64_t kSplit) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::TM, TN = Cfg::TN;
   constexpr int RM = Cfg::RM, RN = Cfg::RN;
+  // k stays A's row stride; kLen is this block row's share of it.
+  int64_t kLen = k;
+  if constexpr (Split) {
+    const int64_t kBegin = static_cast<int64_t>(blockIdx.y) * kSplit;
+    kLen = min(kSplit, k - kBegin);
+    A += kBegin;
+    B += kBegin * n;
+    C += static_cast<int64_t>(blockIdx.y) * m * n;
+  }
   // Dynamic shared memory: the 1-block-per-SM tiles at BK = 16 need more than the 48 KB of a static array.
   extern __shared__ __align__(16) float smem[];
   auto sA = reinterpret_cast<float(*)[BK][Cfg::APitch]>(smem);  // [2][BK][APitch]
@@ -75,8 +89,9 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   const int bCol = (tid % (BN / 4)) * 4, bRow = tid / (BN / 4);
   const int bColsLeft = static_cast<int>(min(n - n0 - bCol, static_cast<int64_t>(4)));  // may be ≤ 0
   const float* bSrc = B + min(n0 + bCol, n - 1) + static_cast<int64_t>(bRow) * n;
-  const int kTiles = static_cast<int>(ceilDiv(k, BK));
-  const int kLast = static_cast<int>(k - static_cast<int64_t>(kTiles - 1) * BK);  // 1..BK: the last slab's k
+  const int kTiles = static_cast<int>(ceilDiv(kLen, BK));
+  const int kLast =
+      static_cast<int>(kLen - static_cast<int64_t>(kTiles - 1) * BK);  // 1..BK: the last slab's k
 
   float4 aReg[Cfg::AVec], bReg[Cfg::BVec];
   // Loads slab t into the staging registers and steps the source pointers to slab t + 1. Only the
@@ -212,23 +227,38 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   storeCTile<Cfg, Vec>(C, m, n, m0 + aOff, n0 + bOff, acc);
 }
 
+// Launches the kernel over C's tiles and `splits` pieces of k, kSplit each (a multiple of BK, with
+// (splits - 1)·kSplit < k): piece s writes its part of A·B to out + s·m·n.
 template <class Cfg>
-cudaError_t launchPipeWith(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
-                           cudaStream_t stream) {
+cudaError_t launchPipeSplit(const float* A, const float* B, float* out, int64_t m, int64_t k, int64_t n,
+                            int splits, int64_t kSplit, cudaStream_t stream) {
   const int64_t tilesM = ceilDiv(m, Cfg::BM), tilesN = ceilDiv(n, Cfg::BN);
-  if (tilesM * tilesN > INT_MAX || ceilDiv(k, Cfg::BK) > INT_MAX) return cudaErrorInvalidValue;
-  const bool vec = n % 4 == 0 && aligned16(B) && aligned16(C);
+  if (tilesM * tilesN > INT_MAX || ceilDiv(k, Cfg::BK) > INT_MAX || splits < 1 || splits > kMaxGridY)
+    return cudaErrorInvalidValue;
+  const bool vec = n % 4 == 0 && aligned16(B) && aligned16(out);
   const bool vecA = k % 4 == 0 && aligned16(A);
-  auto kernel = vec ? (vecA ? sgemm_pipe_kernel<Cfg, true, true> : sgemm_pipe_kernel<Cfg, true, false>)
-                    : (vecA ? sgemm_pipe_kernel<Cfg, false, true> : sgemm_pipe_kernel<Cfg, false, false>);
+  auto pick = [&](auto split) {
+    constexpr bool S = decltype(split)::value;
+    return vec ? (vecA ? sgemm_pipe_kernel<Cfg, true, true, S> : sgemm_pipe_kernel<Cfg, true, false, S>)
+               : (vecA ? sgemm_pipe_kernel<Cfg, false, true, S> : sgemm_pipe_kernel<Cfg, false, false, S>);
+  };
+  auto kernel = splits > 1 ? pick(std::true_type{}) : pick(std::false_type{});
   if constexpr (Cfg::Smem > 48 * 1024) {  // over the default limit: opt in (the 128×128 tiles need not)
     const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(Cfg::Smem));
     if (err != cudaSuccess) return err;
   }
-  kernel<<<static_cast<unsigned>(tilesM * tilesN), Cfg::Threads, Cfg::Smem, stream>>>(
-      A, B, C, m, k, n, static_cast<int>(tilesM), static_cast<int>(tilesN));
+  const dim3 grid(static_cast<unsigned>(tilesM * tilesN), static_cast<unsigned>(splits));
+  kernel<<<grid, Cfg::Threads, Cfg::Smem, stream>>>(A, B, out, m, k, n, static_cast<int>(tilesM),
+                                                    static_cast<int>(tilesN), kSplit);
   return cudaGetLastError();
+}
+
+// The whole product in one piece, into C.
+template <class Cfg>
+cudaError_t launchPipeWith(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
+                           cudaStream_t stream) {
+  return launchPipeSplit<Cfg>(A, B, C, m, k, n, 1, k, stream);
 }
 
 }  // namespace detail
