@@ -124,6 +124,7 @@ export interface NativeNcclInfo {
 }
 
 export interface NativeNvrtcInfo {
+  /** NVRTC loaded and this binary can load what it compiles (path … archs are set whenever NVRTC loaded). */
   available: boolean;
   path?: string;
   /** major.minor */

@@ -18,7 +18,11 @@ export interface NvrtcInfo {
   newestArch?: string;
   /** The toolkit's include folders added to every compilation (cuda_fp16.h, libcu++), when found. */
   includeDirs: string[];
-  /** Why it is not available: a code (`nvrtcLibraryNotFound`, …) and what to install. */
+  /**
+   * Why it is not available: a code and what to install. `nvrtcLibraryNotFound`: no NVRTC;
+   * `cudaErrorNotSupported`: this binary was built with CUDA before 12.5 (the CUDA 12 fallback is built
+   * with 12.4) and cannot load compiled code, wherever NVRTC is.
+   */
   code?: string;
   reason?: string;
 }
@@ -32,15 +36,18 @@ export interface NvrtcInfo {
  */
 export function nvrtcInfo(): NvrtcInfo {
   const r = native.nvrtcInfo();
-  if (!r.available) return { available: false, code: r.code, reason: r.reason, includeDirs: r.includeDirs };
+  const why = r.available ? {} : { code: r.code, reason: r.reason };
+  // NVRTC not loaded: only why. (Loaded in a binary that cannot load code: what was found, and why.)
+  if (r.path === undefined) return { available: false, ...why, includeDirs: r.includeDirs };
   const archs = [...(r.archs ?? [])].sort((a, b) => a - b);
   return {
-    available: true,
+    available: r.available,
     path: r.path,
     version: r.version,
     archs,
     newestArch: archs.length ? `sm_${archs[archs.length - 1]}` : undefined,
     includeDirs: r.includeDirs,
+    ...why,
   };
 }
 
@@ -74,7 +81,9 @@ export class NvrtcCompiler implements Compiler {
   load(): CompilerLocation & { identity: string; archs: number[] } {
     if (this.#loaded) return this.#loaded;
     const r = native.nvrtcInfo();
-    if (!r.available || r.identity === undefined) throw nvrtcMissing(r.code, r.reason);
+    // NVRTC itself missing. (A binary that cannot load user code still compiles: its load then throws
+    // the CudaError that says why, whether the code came from NVRTC or from the cache.)
+    if (r.identity === undefined) throw nvrtcMissing(r.code, r.reason);
     this.#loaded = { identity: r.identity, includeDirs: r.includeDirs, archs: [...(r.archs ?? [])] };
     return this.#loaded;
   }

@@ -127,13 +127,20 @@ Napi::Object compileResult(Napi::Env env, const nvrtc::CompileOutput& out) {
 }
 
 // nvrtcInfo() -> { available, path?, version?, archs?, identity?, includeDirs, code?, reason? }: loads
-// NVRTC (once per process) and never throws.
+// NVRTC (once per process) and never throws. A binary that cannot load compiled code (built with CUDA
+// before 12.5) is unavailable even where NVRTC loads (code cudaErrorNotSupported, NVRTC's fields set):
+// compile() would fail at its load.
 Napi::Value nvrtcInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto o = Napi::Object::New(env);
   try {
     const nvrtc::Api& a = nvrtc::api();
-    o.Set("available", true);
+    const std::string missing = nvrtc::libraryApiMissing();
+    o.Set("available", missing.empty());
+    if (!missing.empty()) {
+      o.Set("code", "cudaErrorNotSupported");
+      o.Set("reason", missing);
+    }
     o.Set("path", a.path);
     o.Set("version", std::to_string(a.major) + "." + std::to_string(a.minor));
     o.Set("identity", a.identity);

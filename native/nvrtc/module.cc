@@ -10,6 +10,10 @@ namespace nvrtc {
 
 #if CUDART_VERSION >= 12050
 
+std::string libraryApiMissing() {
+  return {};
+}
+
 namespace {
 
 cudaLibrary_t asLibrary(Library l) {
@@ -90,13 +94,16 @@ void launch(Kernel kernel, dim3 grid, dim3 block, void** args, size_t sharedMem,
 
 #else  // CUDA before 12.5: no library API in the runtime
 
+std::string libraryApiMissing() {
+  return "user kernels need the runtime's library API (CUDA 12.5 or newer); this binary was built with "
+         "CUDA " +
+         versionString(CUDART_VERSION) + ": rebuild it with a newer toolkit (npm run build)";
+}
+
 namespace {
 
 [[noreturn]] void unsupported(const char* call) {
-  throw CudaFailure("cudaErrorNotSupported", call,
-                    "user kernels need the runtime's library API (CUDA 12.5 or newer); this binary was built "
-                    "with CUDA " +
-                        versionString(CUDART_VERSION) + ": rebuild it with a newer toolkit (npm run build)");
+  throw CudaFailure("cudaErrorNotSupported", call, libraryApiMissing());
 }
 
 }  // namespace

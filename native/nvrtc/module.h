@@ -17,6 +17,10 @@ namespace nvrtc {
 using Library = void*;
 using Kernel = void*;
 
+// Empty where this binary can load and launch user code; otherwise why not (a binary built with CUDA
+// before 12.5, such as the CUDA 12 fallback built with 12.4), for nvrtcInfo() to report.
+std::string libraryApiMissing();
+
 // A cubin, or NUL-terminated PTX (the driver JIT-compiles it), loaded as a library. Libraries are
 // context-independent: one serves every device that can run its code. Throws CudaFailure.
 Library loadLibrary(int device, const void* code, size_t size, bool ptx);
