@@ -20,9 +20,10 @@ function missing(): string | null {
 }
 
 /**
- * The pieces launchFast uses for an m×k×n product on a GPU of `sms` SMs (two 128×128 blocks per SM;
- * pieces of at least 32 slabs of 16, only below one wave of tiles), or `forced` pieces where k has
- * that many slabs; the count then follows from whole slabs per piece, so no piece is empty.
+ * The pieces launchFast uses for an m×k×n product on a GPU of `sms` SMs (two 128×128 blocks per SM, as
+ * on the H100 and H200 these run on; pieces of 32 slabs of 16 or more, only below one wave of tiles),
+ * or `forced` pieces where k has that many slabs; the count then follows from whole slabs per piece,
+ * so no piece is empty.
  */
 function plannedPieces(m: number, k: number, n: number, sms: number, forced = 0): number {
   const tiles = Math.ceil(m / 128) * Math.ceil(n / 128);
@@ -47,12 +48,14 @@ function randomProduct(m: number, k: number, n: number) {
   return { a, b };
 }
 
-// [m, k, n]: float4 loads of both (256×4096×256); scalar B and C (n = 70, 65); scalar A (k = 1001);
-// one row and column; k = 17, two slabs, the second 1 deep (pieces capped at 2).
+// [m, k, n]: float4 loads of both (256×4096×256); scalar B and C (n = 70); scalar A and B (k = 1001,
+// n = 65); scalar A, float4 B (k = 1001, n = 68); one row and column; k = 17, two slabs, the second
+// 1 deep (pieces capped at 2).
 const SHAPES: [number, number, number][] = [
   [256, 4096, 256],
   [130, 1000, 70],
   [129, 1001, 65],
+  [130, 1001, 68],
   [1, 333, 1],
   [5, 17, 3],
 ];
@@ -139,6 +142,10 @@ describeNeeding(
       using out = ck.full('float32', m * n, NaN);
       const held: ck.DeviceArray[] = [];
       let pieces: number;
+      // Both kernels loaded first: loading one with the device full could fail on its own.
+      piecesOf(64, () => ck.gemm(dA, dB, m, k, n, { method: 'fast', out }));
+      piecesOf(1, () => ck.gemm(dA, dB, m, k, n, { method: 'fast', out }));
+      out.fill(NaN);
       try {
         // Fill down to under 1 MiB free; 64 pieces need a 16 MiB workspace.
         for (const bytes of [2 ** 30, 2 ** 26, 2 ** 20]) {

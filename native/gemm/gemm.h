@@ -37,8 +37,10 @@ cudaError_t launchShared(const float* A, const float* B, float* C, int64_t m, in
 cudaError_t launchFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
                        cudaStream_t stream);
 
-// The test hook debugGemmSplits: every later launchFast cuts k into `splits` pieces (0: its own plan;
-// fewer where k has fewer slabs of 16), and how many pieces the last launchFast used (0 after a read).
+// The test hook debugGemmSplits: every later launchFast cuts k into `splits` pieces (0: its own plan),
+// as whole slabs of 16 with none empty, so the count can come out lower (6 forced on 10 slabs gives 5
+// pieces of 2), and one piece where the workspace does not fit; and how many pieces the last
+// launchFast used (0 after a read).
 void setForcedSplits(int splits);
 int takeLastSplits();
 

@@ -50,7 +50,7 @@ struct PipeConfig {
 
 // Split-K (Split): block row blockIdx.y sums k in [y·kSplit, (y + 1)·kSplit) ∩ [0, k) (kSplit a
 // multiple of BK, so A's and B's 16-byte alignment holds) into its own m×n slice C + y·m·n. Its own
-// instantiation: the offsets cost the scalar-load kernels 40–80 bytes of spills, which the unsplit
+// instantiation: the offsets cost the scalar-load kernels 40–84 bytes of spill stores, which the unsplit
 // kernel (gridDim.y = 1, the whole product into C) is spared.
 template <class Cfg, bool Vec, bool VecA, bool Split>
 __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)

@@ -26,10 +26,10 @@ console.log(`${p.name}, ${p.smCount} SMs; rounds ${rounds}; ms (median), GFLOP/s
 console.log('| m×k×n | pieces | fast (split) | fast (1 piece) | cuBLAS | split/1 piece | split/cuBLAS |');
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const [m, k, n] of shapes) {
-  using a = ck.empty('float32', m * k).fillRandom(1);
-  using b = ck.empty('float32', k * n).fillRandom(2);
-  using c = ck.empty('float32', m * n);
-  using c1 = ck.empty('float32', m * n);
+  const a = ck.empty('float32', m * k).fillRandom(1);
+  const b = ck.empty('float32', k * n).fillRandom(2);
+  const c = ck.empty('float32', m * n);
+  const c1 = ck.empty('float32', m * n);
   const runs = {
     split: () => (native.debugGemmSplits(0), ck.gemm(a, b, m, k, n, { method: 'fast', out: c })),
     whole: () => (native.debugGemmSplits(1), ck.gemm(a, b, m, k, n, { method: 'fast', out: c1 })),
@@ -58,13 +58,14 @@ for (const [m, k, n] of shapes) {
       `${(med.whole / med.split).toFixed(2)} | ${cublas ? (med.cublas / med.split).toFixed(2) : '—'} |` +
       ` rel. diff to cuBLAS/1 piece ${err.toExponential(1)}`,
   );
+  for (const x of [a, b, c, c1]) x.free();
 }
 // The one-tile C with the longest k: one block took 213 s before split-K (H200).
 {
   const [m, k, n] = [2, 2 ** 31 - 1, 2];
-  using a = ck.full('float32', m * k, 1);
-  using b = ck.full('float32', k * n, 1);
-  using c = ck.empty('float32', m * n);
+  const a = ck.full('float32', m * k, 1);
+  const b = ck.full('float32', k * n, 1);
+  const c = ck.empty('float32', m * n);
   native.debugGemmSplits(0);
   const t = ck.timed(() => ck.gemm(a, b, m, k, n, { method: 'fast', out: c }));
   const pieces = native.debugGemmSplits(0);
