@@ -145,6 +145,27 @@ describeGpu('scan', () => {
     });
   });
 
+  // Where the addon's CUB counts items in an int (before 2.7: the CUDA 12 fallback binary), `cub`
+  // refuses longer arrays; here its limit is stood in for by a small one, so the refusal runs on any
+  // build (the real one is bench/dev/scan/cub-count-probe.js's, and the big suite below).
+  test("cub refuses an array over its CUB's limit, naming it, and leaves out as it was", () => {
+    const real = native.scanCubInfo;
+    using a = ck.full('int32', 11, 1);
+    using out = ck.full('int32', 11, -7);
+    try {
+      native.scanCubInfo = () => ({ version: 200302, maxItems: 10 });
+      expect(() => ck.scan(a, { method: 'cub', out })).toThrow(
+        /^options.method 'cub' takes at most 10 elements in this build \(CUB 2\.3\.2 counts items in an int; CUB 2\.7 and newer take any length\), and arr has 11: 'fast' and 'lookback' take any length$/,
+      );
+      expect(Array.from(out.toHostSync())).toEqual(new Array(11).fill(-7));
+      expect(() => ck.scan(a, { method: 'fast', out })).not.toThrow();
+    } finally {
+      native.scanCubInfo = real;
+    }
+    ck.scan(a, { method: 'cub', out });
+    expect(Array.from(out.toHostSync())).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+  });
+
   test('bad input gives clear errors', () => {
     using a = ck.zeros('int32', 8);
     using f = ck.zeros('float32', 8);
