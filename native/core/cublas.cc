@@ -97,11 +97,28 @@ const Api& api() {
   return l.api;
 }
 
+// cuBLAS loads its kernels and allocates as calls first need them, and where the device has no memory
+// left for that it answers CUBLAS_STATUS_INTERNAL_ERROR (the faults suite's full-device SGEMM, H100,
+// cuBLAS 13.0), which says nothing of the cause. Such a failure (or ALLOC_FAILED) on a device with
+// under kLowMemory free is reported as out of memory, with cuBLAS's own status in the message, so
+// that callers that handle out-of-memory (free, retry smaller) handle it too.
+constexpr size_t kLowMemory = size_t{256} << 20;
+
 void check(Status s, const char* call) {
   if (s == kSuccess) return;
   const Api& a = api();
-  throw CudaFailure(a.getStatusName(s), call,
-                    std::string(a.getStatusString(s)) + " (" + a.getStatusName(s) + " in " + call + ")");
+  const std::string name = a.getStatusName(s);
+  const std::string said = std::string(a.getStatusString(s)) + " (" + name + " in " + call + ")";
+  if (name == "CUBLAS_STATUS_INTERNAL_ERROR" || name == "CUBLAS_STATUS_ALLOC_FAILED") {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess)
+      cudaGetLastError();  // cudaMemGetInfo's own failure is not this call's error
+    else if (free < kLowMemory)
+      throw CudaFailure("cudaErrorMemoryAllocation", call,
+                        "out of memory: cuBLAS failed with " + std::to_string(free >> 20) +
+                            " MiB of the device free: " + said);
+  }
+  throw CudaFailure(name, call, said);
 }
 
 namespace {
