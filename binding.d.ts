@@ -661,7 +661,7 @@ export interface NativeBinding {
   debugCublasKChunk?(rows: number): number;
   /**
    * Test-only: every later gemm `fast` launch cuts k into `pieces` pieces (split-K; 0: back to its own
-   * plan, which splits only a C of less than one wave of tiles), so the suites run the split path at
+   * plan, which splits only a C of at most one tile per two SMs), so the suites run the split path at
    * small sizes. Pieces are whole slabs of 16 with none empty, so the count can come out lower (6 on
    * 10 slabs gives 5), and a full device runs one. Returns how many pieces the last `fast` launch
    * since the hook was last called used (0: none ran). Needs no GPU.

@@ -1,5 +1,5 @@
-// gemm `fast` with k cut into pieces (split-K, native/gemm/3_register_pipelined.cu): a C of less than
-// one wave of 128×128 tiles sums each piece of k into its own slice of a workspace, and a second
+// gemm `fast` with k cut into pieces (split-K, native/gemm/3_register_pipelined.cu): a C of at most
+// one 128×128 tile per two SMs sums each piece of k into its own slice of a workspace, and a second
 // kernel adds the slices in order. The test hook debugGemmSplits forces the piece count, so every
 // load path (float4 and scalar A and B, a last piece shorter than a 16-deep slab) runs at small sizes
 // against the CPU reference, and reads how many pieces a launch used, so each test checks that k was
@@ -20,16 +20,16 @@ function missing(): string | null {
 }
 
 /**
- * The pieces launchFast uses for an m×k×n product on a GPU of `sms` SMs (two 128×128 blocks per SM, as
- * on the H100 and H200 these run on; pieces of 32 slabs of 16 or more, only below one wave of tiles),
- * or `forced` pieces where k has that many slabs; the count then follows from whole slabs per piece,
- * so no piece is empty.
+ * The pieces launchFast uses for an m×k×n product on a GPU of `sms` SMs (only where C has at most one
+ * 128×128 tile per two SMs; up to two blocks per SM, as on the H100 and H200 these run on; pieces of
+ * 32 slabs of 16 or more), or `forced` pieces where k has that many slabs; the count then follows
+ * from whole slabs per piece, so no piece is empty.
  */
 function plannedPieces(m: number, k: number, n: number, sms: number, forced = 0): number {
   const tiles = Math.ceil(m / 128) * Math.ceil(n / 128);
   const slabs = Math.ceil(k / 16);
   const resident = 2 * sms;
-  let want = tiles < resident ? Math.min(Math.floor(resident / tiles), Math.floor(slabs / 32)) : 1;
+  let want = tiles * 2 <= sms ? Math.min(Math.floor(resident / tiles), Math.floor(slabs / 32)) : 1;
   if (forced > 0) want = forced;
   want = Math.max(1, Math.min(want, 65535));
   return Math.ceil(slabs / Math.ceil(slabs / want));
@@ -81,7 +81,7 @@ describeNeeding(
       );
     });
 
-    test('the plan: a C of few tiles and long k is cut, a C of a whole wave is not', async () => {
+    test('the plan: a C of few tiles and long k is cut, a C of over one tile per two SMs is not', async () => {
       // 128×16384×128: one tile, 1024 slabs → min(2·SMs, 32) pieces, checked against the CPU.
       const [m, k, n] = [128, 16384, 128];
       const { a, b } = randomProduct(m, k, n);
@@ -94,9 +94,12 @@ describeNeeding(
         bad: -1,
       });
       expect(pieces).toBeGreaterThan(1);
-      // Whole waves of tiles and short k are left whole; 1024³ is cut where it is under a wave.
+      // Short k, and C's of over one tile per two SMs, are left whole; at the threshold k is cut.
+      const half = Math.floor(sms / 2);
       for (const [mm, kk, nn] of [
         [128, 511, 128],
+        [128 * (half + 1), 4096, 128],
+        [128 * half, 4096, 128],
         [2 * 128 * sms, 4096, 128],
         [1024, 1024, 1024],
       ]) {
@@ -114,7 +117,8 @@ describeNeeding(
         });
       }
       expect(plannedPieces(128, 511, 128, sms)).toBe(1);
-      expect(plannedPieces(2 * 128 * sms, 4096, 128, sms)).toBe(1);
+      expect(plannedPieces(128 * (half + 1), 4096, 128, sms)).toBe(1);
+      expect(plannedPieces(128 * half, 4096, 128, sms)).toBeGreaterThan(1);
     });
 
     test('the pieces are summed in a fixed order: two runs give the same bits', () => {

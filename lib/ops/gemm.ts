@@ -11,8 +11,9 @@ import { native } from '../native';
  * - `cublas`: cublasSgemm on the row-major buffers as Cᵀ = BᵀAᵀ, TF32 off.
  * - `fast`: block tiling, register tiles, float4 loads with a transposed A tile, warp tiling, and a
  *   software pipeline written out by hand (the next slab staged in registers, the next k's fragments
- *   read while the current k's FMAs run); plain float32 FMA, no tensor cores. A C of less than one
- *   wave of 128×128 tiles with long k runs in pieces of k summed in order by a second kernel (split-K).
+ *   read while the current k's FMAs run); plain float32 FMA, no tensor cores. A C of at most one
+ *   128×128 tile per two SMs, with long k, runs in pieces of k summed in order by a second kernel
+ *   (split-K).
  */
 export const gemmMethods = ['naive', 'shared', 'cublas', 'fast'] as const;
 

@@ -32,7 +32,7 @@ cudaError_t launchShared(const float* A, const float* B, float* C, int64_t m, in
 // FFMAs run. Edge tiles are zero-filled; where rows are not 16-byte aligned (n or k not a multiple
 // of 4, or an unaligned pointer) the same kernel takes scalar loads and stores. 33,280 bytes of
 // dynamic shared memory, under the default limit, so no per-device setup.
-// A C of less than one wave of tiles cuts k into pieces (split-K, a workspace of the pool and a
+// A C of at most one tile per two SMs cuts k into pieces (split-K, a workspace of the pool and a
 // second kernel that sums the pieces in order); where the workspace does not fit, one piece.
 cudaError_t launchFast(const float* A, const float* B, float* C, int64_t m, int64_t k, int64_t n,
                        cudaStream_t stream);
