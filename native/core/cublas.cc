@@ -11,6 +11,7 @@
 #include "device.h"
 #include "dynlib.h"
 #include "errors.h"
+#include "pool.h"
 
 namespace ck {
 namespace cublas {
@@ -99,9 +100,11 @@ const Api& api() {
 
 // cuBLAS loads its kernels and allocates as calls first need them, and where the device has no memory
 // left for that it answers CUBLAS_STATUS_INTERNAL_ERROR (the faults suite's full-device SGEMM, H100,
-// cuBLAS 13.0), which says nothing of the cause. Such a failure (or ALLOC_FAILED) on a device with
-// under kLowMemory free is reported as out of memory, with cuBLAS's own status in the message, so
-// that callers that handle out-of-memory (free, retry smaller) handle it too.
+// cuBLAS 13.0, with at most ~120 MiB of the device free), which says nothing of the cause. So
+// ALLOC_FAILED, and INTERNAL_ERROR with under kLowMemory free (a margin above that, not a measured
+// bound), are reported as out of memory, cuBLAS's own status in the message, so that callers that
+// handle out-of-memory (free, retry smaller) handle them too. The library's pool gives back what it
+// holds unused first, as an allocation that finds the device full does, so that a retry can find it.
 constexpr size_t kLowMemory = size_t{256} << 20;
 
 void check(Status s, const char* call) {
@@ -109,16 +112,26 @@ void check(Status s, const char* call) {
   const Api& a = api();
   const std::string name = a.getStatusName(s);
   const std::string said = std::string(a.getStatusString(s)) + " (" + name + " in " + call + ")";
-  if (name == "CUBLAS_STATUS_INTERNAL_ERROR" || name == "CUBLAS_STATUS_ALLOC_FAILED") {
-    size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) != cudaSuccess)
-      cudaGetLastError();  // cudaMemGetInfo's own failure is not this call's error
-    else if (free < kLowMemory)
-      throw CudaFailure("cudaErrorMemoryAllocation", call,
-                        "out of memory: cuBLAS failed with " + std::to_string(free >> 20) +
-                            " MiB of the device free: " + said);
+  bool oom = name == "CUBLAS_STATUS_ALLOC_FAILED", known = false;
+  size_t free = 0, total = 0;
+  if (oom || name == "CUBLAS_STATUS_INTERNAL_ERROR") {
+    known = cudaMemGetInfo(&free, &total) == cudaSuccess;
+    if (!known) cudaGetLastError();  // cudaMemGetInfo's own failure is not this call's error
+    oom = oom || (known && free < kLowMemory);
   }
-  throw CudaFailure(name, call, said);
+  if (!oom) throw CudaFailure(name, call, said);
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) {
+    try {
+      poolTrim(device, 0);
+    } catch (const CudaFailure&) {
+      // The trim is a courtesy to a retry; this call's error is the one to report.
+    }
+  }
+  const std::string left =
+      known ? std::to_string(free >> 20) + " MiB of the device free" : "free memory unknown";
+  throw CudaFailure("cudaErrorMemoryAllocation", call,
+                    "out of memory: cuBLAS failed with " + left + ": " + said);
 }
 
 namespace {
