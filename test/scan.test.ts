@@ -201,22 +201,26 @@ describeNeeding(
       out: 'int32 x',
       body: 'x = (int)(i % period) - 3;',
     });
-    const want =
-      'const long long r = i % 7; const int s = (int)(r * (r + 1) / 2 - 3 * (r + 1)) - (exclusive ? (int)r - 3 : 0);';
-    const wrong = ck.reduction({
-      name: 'scan_big_wrong',
+    // Both checks take the scanned array and whether the scan was exclusive; ck_wrong(got, exclusive, i)
+    // says whether element i differs from the closed form.
+    const closedForm = {
       in: 'int32 got, int32 exclusive',
+      preamble:
+        '__device__ bool ck_wrong(int got, int exclusive, long long i) { const long long r = i % 7; ' +
+        'const int s = (int)(r * (r + 1) / 2 - 3 * (r + 1)) - (exclusive ? (int)r - 3 : 0); return got != s; }',
+    };
+    const wrong = ck.reduction({
+      ...closedForm,
+      name: 'scan_big_wrong',
       out: 'float64 count',
-      preamble: `__device__ bool ck_wrong(int got, int exclusive, long long i) { ${want} return got != s; }`,
       map: 'ck_wrong(got, exclusive, i) ? 1.0 : 0.0',
       reduce: 'a + b',
       identity: '0',
     });
     const first = ck.reduction({
+      ...closedForm,
       name: 'scan_big_first_wrong',
-      in: 'int32 got, int32 exclusive',
       out: 'float64 index',
-      preamble: `__device__ bool ck_wrong(int got, int exclusive, long long i) { ${want} return got != s; }`,
       map: 'ck_wrong(got, exclusive, i) ? (double)i : 1e300',
       reduce: 'min(a, b)',
       identity: '1e300',
