@@ -496,6 +496,21 @@ using SmallTmaK8 =
     d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k8, 8, true, 2, true, true, true, false, true, true, false>;
 using SmallTmaK4x3 =
     d::FastConfig<64, 2, 2, 16, 4, MS::m16n8k4, 4, true, 3, true, true, true, false, true, true, false>;
+// Eight warps with deeper MMA shapes (2026-11-28): two warps per scheduler on the 128-tile, as
+// DSYRK's kernel runs two blocks of four, with m16n8k16 (a quarter of m16n8k4's instructions and
+// accumulator reads per flop) or m16n8k8. With tensor copies there is no copy state, so 64×32 and
+// 32×64 warp tiles with k16 fragments fit 254 registers without spills (the cp.async forms of
+// NOTES.md §8.2 spilled with k8). W8 = 2×4 warps of 64×32, W8T = 4×2 warps of 32×64.
+using LargeW8K16 =
+    d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k16, 16, true, 1, true, true, true, false, true, true, false, 1>;
+using LargeW8TK16 =
+    d::FastConfig<128, 4, 2, 32, 3, MS::m16n8k16, 16, true, 1, true, true, true, false, true, true, false, 1>;
+using LargeW8K8 =
+    d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k8, 8, true, 1, true, true, true, false, true, true, false, 2>;
+using LargeW8K8One =
+    d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k8, 8, true, 1, true, true, true, false, true, true, false, 1>;
+using LargeW8K4 =
+    d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false, 2>;
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -689,6 +704,16 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"fast.k4one", fastWith<LargeK4One>(), 0, true});
     m.push_back({"fast.tma", fastWith<LargeTma>(), 0, true});
     m.push_back({"v8.fast.cpasync", fastWith<LargeCpAsync>(), 0, true});
+    for (auto [name, fast, forcedFn, tail] : std::vector<std::tuple<std::string, LaunchFn, LaunchFn, LaunchFn>>{
+             {"w8k16", fastWith<LargeW8K16>(), forced<LargeW8K16>(), forcedTail<LargeW8K16>(3)},
+             {"w8tk16", fastWith<LargeW8TK16>(), forced<LargeW8TK16>(), forcedTail<LargeW8TK16>(3)},
+             {"w8k8", fastWith<LargeW8K8>(), forced<LargeW8K8>(), forcedTail<LargeW8K8>(3)},
+             {"w8k8one", fastWith<LargeW8K8One>(), forced<LargeW8K8One>(), forcedTail<LargeW8K8One>(3)},
+             {"w8k4", fastWith<LargeW8K4>(), forced<LargeW8K4>(), forcedTail<LargeW8K4>(3)}}) {
+      m.push_back({"fast." + name, fast, 0, true});
+      m.push_back({"v.large." + name, forcedFn, 0, true});
+      m.push_back({"v.large." + name + ".tail3", tail, 0, true});
+    }
     m.push_back({"v.small.tma", forced<SmallTma>(), 0, true});
     m.push_back({"v.small.tma.skiplower", forced<SmallTmaSkip>(), 0, true});
     m.push_back({"v.small.tma.k4", forced<SmallTmaK4>(), 0, true});
