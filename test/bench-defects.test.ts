@@ -104,12 +104,12 @@ describe('1. rows are kept when a run fails late', () => {
     expect(lines.join('\n')).toMatch(/late failed; the 2 row\(s\) measured before it are in .*fake-gpu-9\.json/);
   });
 
-  test('where the results file cannot be written mid-run, every row goes to a fallback file that the run names', async () => {
+  // The results file is replaced by another shape while the second of three families runs.
+  async function fallbackRun(): Promise<{ text: string; file: string }> {
     const out = tmp();
     const file = path.join(out, 'fake-gpu-9.json');
     const fake = withFamilies({
       first: {},
-      // Something else replaces the results file with another shape while this family runs.
       second: {
         run: () => {
           fs.writeFileSync(file, '[]');
@@ -124,14 +124,38 @@ describe('1. rows are kept when a run fails late', () => {
     } finally {
       fake.restore();
     }
+    return { text: lines.join('\n'), file };
+  }
+
+  test('where the results file cannot be written mid-run, every row goes to a fallback file that the run names', async () => {
+    const { text, file } = await fallbackRun();
     expect(process.exitCode).toBe(1);
-    const text = lines.join('\n');
     expect(text).toMatch(/could not write the results \(.*fake-gpu-9\.json: not a result file: the JSON is a list/);
     const fallback = /its rows are in (\S+)/.exec(text)?.[1] as string;
     expect(fallback).toMatch(/cuda-kernels-bench-.*fake-gpu-9\.json$/);
     expect(readRows(fallback).map((r) => r.op)).toEqual(['copy', 'first', 'second', 'third']);
     // The file the other process wrote is left as it is.
     expect(fs.readFileSync(file, 'utf8')).toBe('[]');
+  });
+
+  test('the fallback is one directory in the temporary directory whatever the commit label (CK_COMMIT) holds', async () => {
+    const before = process.env.CK_COMMIT;
+    process.env.CK_COMMIT = 'aee41e8-dirty (test/x.test.ts, a note)';
+    let result: { text: string; file: string };
+    try {
+      result = await fallbackRun();
+    } finally {
+      if (before === undefined) delete process.env.CK_COMMIT;
+      else process.env.CK_COMMIT = before;
+    }
+    const fallback = /its rows are in (\S+)$/m.exec(result.text)?.[1] as string;
+    expect(path.dirname(path.dirname(fallback))).toBe(os.tmpdir());
+    expect(path.basename(path.dirname(fallback))).toMatch(
+      /^cuda-kernels-bench-\d{8}T\d{6}Z-aee41e8-dirty_test_x\.test\.ts_a_note_$/,
+    );
+    expect(readRows(fallback).map((r) => r.op)).toEqual(['copy', 'first', 'second', 'third']);
+    // The rows keep the label as it was given.
+    expect(readRows(fallback)[0].commit).toBe('aee41e8-dirty (test/x.test.ts, a note)');
   });
 
   test('a malformed results file or an --out that cannot be written stops the run before any family', async () => {

@@ -33,7 +33,9 @@ export function rowSink(
   out: (line: string) => void,
 ): RowSink {
   const all: BenchRow[] = [];
-  const fallbackDir = path.join(os.tmpdir(), `cuda-kernels-bench-${stamp.run}`);
+  // The run id holds the commit label, which CK_COMMIT may set to any text: in a directory name only
+  // the characters safe in one (a '/' would nest it, a space would split the message that names it).
+  const fallbackDir = path.join(os.tmpdir(), `cuda-kernels-bench-${stamp.run.replace(/[^\w.-]+/g, '_')}`);
   const sink = {
     file: path.join(dir, `${gpuSlug(device.name)}.json`),
     failure: undefined as string | undefined,
