@@ -16,6 +16,8 @@
 #   time       every method interleaved, 150 ms idle before each timed run, the order rotated each
 #              round: the harness's default protocol (METHODS, SHAPES)
 #   alt        fast and DSYRK+mirror strictly alternating, back to back (--gap-ms 0 --fixed-order)
+#   aabb       the pair protocol's order in the harness: for each method X of AABB (default fast), X X
+#              DSYRK+mirror DSYRK+mirror back to back, 20 rounds, one log per X (NOTES.md §14)
 #   pkgorder   the package bench's old fixed order, back to back (DGEMM, DSYRK, tiled, fast): the order
 #              that favoured fast after the light tiled kernel (issue 34)
 #   timeline   where each SM's time goes in the 128-tile kernel
@@ -75,6 +77,11 @@ for arg in "$@"; do
     correct) harness correct ${flags:---no-timing --variants} ;;
     time) harness time ${flags:---no-big-check --gap-ms 150 --reps 7 --methods $METHODS --shapes $SHAPES} ;;
     alt) harness alt ${flags:---no-big-check --gap-ms 0 --fixed-order --reps 9 --methods fast,cublasDsyrk+mirror --shapes $SHAPES} ;;
+    aabb)
+      for x in $(echo "${AABB:-fast}" | tr ',' ' '); do
+        harness "aabb-$x" ${flags:---no-big-check --gap-ms 0 --fixed-order --reps 20 --shapes $SHAPES} --methods "$x,$x,cublasDsyrk+mirror,cublasDsyrk+mirror"
+      done
+      ;;
     pkgorder) harness pkgorder ${flags:---no-big-check --gap-ms 0 --fixed-order --reps 7 --methods cublasDgemm,cublasDsyrk+mirror,tiled,fast --shapes $SHAPES} ;;
     timeline) harness timeline ${flags:---small --methods fast --timeline $SHAPES} ;;
     hostplan) harness hostplan ${flags:---small --methods fast --host-plan} ;;
