@@ -104,8 +104,10 @@ describe('1. rows are kept when a run fails late', () => {
     expect(lines.join('\n')).toMatch(/late failed; the 2 row\(s\) measured before it are in .*fake-gpu-9\.json/);
   });
 
-  // The results file is replaced by another shape while the second of three families runs.
-  async function fallbackRun(): Promise<{ text: string; file: string }> {
+  // The results file is replaced by another shape while the second of three families runs; with
+  // `commit`, CK_COMMIT is that label for the run. Returns the run's output, the results file and the
+  // fallback file the output names (its line ends with the path, which may hold spaces).
+  async function fallbackRun(commit?: string): Promise<{ text: string; file: string; fallback: string }> {
     const out = tmp();
     const file = path.join(out, 'fake-gpu-9.json');
     const fake = withFamilies({
@@ -118,44 +120,55 @@ describe('1. rows are kept when a run fails late', () => {
       },
       third: {},
     });
+    const before = process.env.CK_COMMIT;
+    if (commit !== undefined) process.env.CK_COMMIT = commit;
     const lines: string[] = [];
     try {
       await bench(['first', 'second', 'third'], opts(out), (l) => lines.push(l));
     } finally {
       fake.restore();
+      if (before === undefined) delete process.env.CK_COMMIT;
+      else process.env.CK_COMMIT = before;
     }
-    return { text: lines.join('\n'), file };
+    const text = lines.join('\n');
+    const fallback = /^its rows are in (.+)$/m.exec(text)?.[1] as string;
+    return { text, file, fallback };
   }
+  const fallbackDirs: string[] = [];
+  afterAll(() => {
+    for (const d of fallbackDirs) fs.rmSync(d, { recursive: true, force: true });
+  });
 
   test('where the results file cannot be written mid-run, every row goes to a fallback file that the run names', async () => {
-    const { text, file } = await fallbackRun();
+    const { text, file, fallback } = await fallbackRun();
+    fallbackDirs.push(path.dirname(fallback));
     expect(process.exitCode).toBe(1);
     expect(text).toMatch(/could not write the results \(.*fake-gpu-9\.json: not a result file: the JSON is a list/);
-    const fallback = /its rows are in (\S+)/.exec(text)?.[1] as string;
+    expect(text).toContain(`this run's rows go to ${path.dirname(fallback)}`);
     expect(fallback).toMatch(/cuda-kernels-bench-.*fake-gpu-9\.json$/);
     expect(readRows(fallback).map((r) => r.op)).toEqual(['copy', 'first', 'second', 'third']);
     // The file the other process wrote is left as it is.
     expect(fs.readFileSync(file, 'utf8')).toBe('[]');
   });
 
-  test('the fallback is one directory in the temporary directory whatever the commit label (CK_COMMIT) holds', async () => {
-    const before = process.env.CK_COMMIT;
-    process.env.CK_COMMIT = 'aee41e8-dirty (test/x.test.ts, a note)';
-    let result: { text: string; file: string };
-    try {
-      result = await fallbackRun();
-    } finally {
-      if (before === undefined) delete process.env.CK_COMMIT;
-      else process.env.CK_COMMIT = before;
+  test('the fallback is a new folder in the temporary directory whatever the commit label (CK_COMMIT) holds', async () => {
+    const label = 'aee41e8-dirty (test/x.test.ts, a note)';
+    const runs = [await fallbackRun(label), await fallbackRun(label), await fallbackRun('x'.repeat(300))];
+    const dirs = runs.map((r) => path.dirname(r.fallback));
+    fallbackDirs.push(...dirs);
+    for (const [k, r] of runs.entries()) {
+      expect(path.dirname(dirs[k])).toBe(os.tmpdir());
+      expect(readRows(r.fallback).map((x) => x.op)).toEqual(['copy', 'first', 'second', 'third']);
     }
-    const fallback = /its rows are in (\S+)$/m.exec(result.text)?.[1] as string;
-    expect(path.dirname(path.dirname(fallback))).toBe(os.tmpdir());
-    expect(path.basename(path.dirname(fallback))).toMatch(
-      /^cuda-kernels-bench-\d{8}T\d{6}Z-aee41e8-dirty_test_x\.test\.ts_a_note_$/,
+    // Only file-name characters of the run id, and a name of its own for each run, even in one second.
+    expect(path.basename(dirs[0])).toMatch(
+      /^cuda-kernels-bench-\d{8}T\d{6}Z-aee41e8-dirty_test_x\.test\.ts_a_note_-\w{6}$/,
     );
-    expect(readRows(fallback).map((r) => r.op)).toEqual(['copy', 'first', 'second', 'third']);
+    expect(dirs[1]).not.toBe(dirs[0]);
+    // A label too long for a file name is cut (the run id's first 80 characters).
+    expect(path.basename(dirs[2])).toMatch(/^cuda-kernels-bench-\d{8}T\d{6}Z-x{63}-\w{6}$/);
     // The rows keep the label as it was given.
-    expect(readRows(fallback)[0].commit).toBe('aee41e8-dirty (test/x.test.ts, a note)');
+    expect(readRows(runs[0].fallback)[0].commit).toBe(label);
   });
 
   test('a malformed results file or an --out that cannot be written stops the run before any family', async () => {

@@ -1,6 +1,7 @@
 // One bench run's families, run one after another: each family's rows stamped and written to the
 // results file as soon as it finishes (to a fallback file when that cannot be written), the GPU's
 // state read around each, its clocks and power sampled throughout.
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -24,7 +25,8 @@ export interface RowSink {
  * Writes each family's rows as it finishes, so that a family failing late (out of memory at a large
  * size) or a write failing keeps what was measured before. When the results file cannot be written
  * (a full disk, a file another process left malformed), the run's rows go to
- * `<tmpdir>/cuda-kernels-bench-<run>/<gpu>.json` instead, and the run ends with an error naming it.
+ * `<tmpdir>/cuda-kernels-bench-<run>-<6 random characters>/<gpu>.json` instead (a new folder, named
+ * from the run id's file-name characters), and the run ends with an error naming it.
  */
 export function rowSink(
   dir: string,
@@ -33,9 +35,15 @@ export function rowSink(
   out: (line: string) => void,
 ): RowSink {
   const all: BenchRow[] = [];
-  // The run id holds the commit label, which CK_COMMIT may set to any text: in a directory name only
-  // the characters safe in one (a '/' would nest it, a space would split the message that names it).
-  const fallbackDir = path.join(os.tmpdir(), `cuda-kernels-bench-${stamp.run.replace(/[^\w.-]+/g, '_')}`);
+  // Made when first needed, named for the run and unique (mkdtemp): the run id holds the commit label,
+  // which CK_COMMIT may set to any text, so the name keeps only file-name characters of its first 80
+  // (a '/' would nest it, a space would split the message that names it, a long one would not fit),
+  // and two runs started in the same second (devices 0 and 1 of one model) never share it.
+  let fallbackDir: string | undefined;
+  const fallback = () =>
+    (fallbackDir ??= fs.mkdtempSync(
+      path.join(os.tmpdir(), `cuda-kernels-bench-${stamp.run.slice(0, 80).replace(/[^\w.-]+/g, '_')}-`),
+    ));
   const sink = {
     file: path.join(dir, `${gpuSlug(device.name)}.json`),
     failure: undefined as string | undefined,
@@ -47,10 +55,10 @@ export function rowSink(
           return;
         } catch (e) {
           sink.failure = `${(e as Error).message}`;
-          out(`\ncould not write the results (${sink.failure}); this run's rows go to ${fallbackDir}`);
+          out(`\ncould not write the results (${sink.failure}); this run's rows go to ${fallback()}`);
         }
       }
-      sink.file = writeResults(fallbackDir, device, stamp.commit, all);
+      sink.file = writeResults(fallback(), device, stamp.commit, all);
     },
   };
   return sink;
