@@ -981,7 +981,7 @@ describeGpu('Promise forms wait asleep', () => {
     using g = ck.upload(hostGrid('float32', rows * cols, freshSeed()));
     const opts = { tolerance: 0, weights: 'jacobi5' as const, checkEvery: 4096 };
     // Sweeps for about 0.3 s per call, timed after a first call (which also pays for loading the
-    // kernels: timed cold, it over-counted 5-fold on an H100 and the run below lasted 0.4 s).
+    // kernels: timed cold, it took 3.7 times a warm one on an H100 and the run below lasted 0.4 s).
     ck.stencil(g, rows, cols, { ...opts, maxIterations: 500 }).grid.free();
     const t0 = performance.now();
     ck.stencil(g, rows, cols, { ...opts, maxIterations: 500 }).grid.free();

@@ -496,11 +496,12 @@ using SmallTmaK8 =
     d::FastConfig<64, 2, 2, 32, 3, MS::m16n8k8, 8, true, 2, true, true, true, false, true, true, false>;
 using SmallTmaK4x3 =
     d::FastConfig<64, 2, 2, 16, 4, MS::m16n8k4, 4, true, 3, true, true, true, false, true, true, false>;
-// Eight warps with deeper MMA shapes (2026-11-28): two warps per scheduler on the 128-tile, as
-// DSYRK's kernel runs two blocks of four, with m16n8k16 (a quarter of m16n8k4's instructions and
-// accumulator reads per flop) or m16n8k8. With tensor copies there is no copy state, so 64×32 and
-// 32×64 warp tiles with k16 fragments fit 254 registers without spills (the cp.async forms of
-// NOTES.md §8.2 spilled with k8). W8 = 2×4 warps of 64×32, W8T = 4×2 warps of 32×64. Measured on an
+// Eight warps (2026-11-28): two warps per scheduler on the 128-tile, as DSYRK's kernel runs two blocks
+// of four, with m16n8k16 in one fragment buffer (a quarter of m16n8k4's instructions and accumulator
+// reads per flop), m16n8k8 in two buffers (w8k8) or one (w8k8one), or m16n8k4 in two (w8k4). The
+// tensor-copy (16-byte) kernels keep no copy state and fit 254 registers or fewer without spills (the
+// cp.async forms of NOTES.md §8.2 spilled with k8); their 8-byte cp.async fallbacks, for odd or
+// misaligned n, spill 24-136 bytes. W8 = 2×4 warps of 64×32, W8T = 4×2 warps of 32×64. Measured on an
 // H100 (NOTES.md §14): 0.7-11% more cycles than FastLarge90; none ships.
 using LargeW8K16 =
     d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k16, 16, true, 1, true, true, true, false, true, true, false, 1>;
