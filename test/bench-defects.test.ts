@@ -19,9 +19,10 @@ import { parseResultsFile, rowFamily, rowKey, withFileLock } from '../lib/bench/
 import { bench, type BenchOptions } from '../lib/cli/bench';
 import { report } from '../lib/cli/report';
 import { deviceCount } from '../lib/device';
+import { tempDirs } from './helpers/temp-dirs';
 
 const root = path.join(__dirname, '..');
-const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'ck-defect-'));
+const tmp = tempDirs('ck-defect-');
 const row = (op: string, method: string, size: string, ms = 1, extra: Partial<BenchRow> = {}): BenchRow => ({
   op,
   method,

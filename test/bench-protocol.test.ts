@@ -2,7 +2,6 @@
 // "GPU time" for a run depends on the run before it, as on a power-capped GPU (a heavy kernel runs
 // faster after a light one), and fake device arrays. No GPU needed.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 /** The fake GPU: what ran last, and the time a run takes given what ran before it. */
@@ -66,6 +65,9 @@ jest.mock('../lib/array', () => {
 import { benchPair, benchVariants, timeBalanced, timeInterleaved, type VariantSpec } from '../lib/bench/harness';
 import { gpuDuring, GpuSampler, type GpuSample } from '../lib/bench/gpu-state';
 import { deBruijnOrder, pairRatio, spreadOf } from '../lib/bench/protocol';
+import { tempDirs } from './helpers/temp-dirs';
+
+const tmp = tempDirs('ck-smi-');
 
 beforeEach(() => {
   (globalThis as unknown as { fakeGpu: FakeGpu }).fakeGpu = { base: {}, afterLight: 0.86, errors: {} };
@@ -315,7 +317,7 @@ describe('clocks and power over a row’s runs', () => {
   });
 
   test('a sampler reads in a worker thread while the main thread is busy, for its bus only', async () => {
-    const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ck-smi-')), 'smi.js');
+    const script = path.join(tmp(), 'smi.js');
     fs.writeFileSync(script, 'console.log("0x1B, 1755, 650.5\\n0x2C, 345, 70.1")\n');
     const sampler = new GpuSampler(0x2c, { command: process.execPath, args: [script], intervalMs: 10 });
     try {

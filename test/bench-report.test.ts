@@ -33,6 +33,9 @@ import { bench, familyTable } from '../lib/cli/bench';
 import { familyMeta } from '../lib/cli/report';
 import { createProgress, eta } from '../lib/cli/progress';
 import { describeGpu, describeNoGpu } from './helpers/gpu';
+import { tempDirs } from './helpers/temp-dirs';
+
+const tmp = tempDirs('ck-report-');
 
 const row = (op: string, method: string, size: string, ms: number, rate: number, unit = 'GFLOP/s'): BenchRow => ({
   op,
@@ -343,7 +346,7 @@ describe('progress', () => {
 });
 
 describe('charts', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-chart-'));
+  const dir = tmp();
 
   test('the spec charts rate against size, squares only, log where it spans decades', () => {
     const spec = chartSpec(
@@ -522,7 +525,7 @@ describe('report', () => {
   });
 
   test('writes README.md and charts from the JSON alone; families without rows say so', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-report-'));
+    const dir = tmp();
     const file = { device: { name: 'Test GPU 1', smCount: 2 }, createdAt: 'then', commit: 'abc', rows };
     fs.writeFileSync(path.join(dir, 'test-gpu-1.json'), JSON.stringify(file));
     const written = await writeReport({ resultsDir: dir, reports, families, charts: true });
@@ -595,7 +598,7 @@ describeGpu('bench on the GPU', () => {
   });
 
   test('writes the merged JSON, an SVG and a PNG per family, and prints the tables', async () => {
-    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-bench-'));
+    const out = tmp();
     const lines: string[] = [];
     const result = await bench(['gemm'], { sizes: [128, 256], reps: 2, warmup: 1, quick: true, out, device: 0 }, (l) =>
       lines.push(l),

@@ -1,5 +1,4 @@
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import {
@@ -19,6 +18,9 @@ import { describeGpuState, parseGpuState } from '../lib/bench/gpu-state';
 import { CHECK_TOLERANCE, checkAgainstCpu } from '../lib/bench/mlp';
 import * as ck from '../lib';
 import { describeGpu } from './helpers/gpu';
+import { tempDirs } from './helpers/temp-dirs';
+
+const tmp = tempDirs('ck-bench-');
 
 const row = (op: string, method: string, size: string, ms: number): BenchRow => ({
   op,
@@ -52,7 +54,7 @@ describe('benchmark harness', () => {
   });
 
   test('writeResults merges into <dir>/<slug>.json', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-bench-'));
+    const dir = tmp();
     const device = { name: 'Test GPU 1' };
     writeResults(dir, device, 'abc', [row('copy', 'device', '1MiB', 1)]);
     const file = writeResults(dir, device, 'def', [row('copy', 'device', '1MiB', 2), row('copy', 'device', '4MiB', 4)]);

@@ -7,10 +7,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-// A cache folder of this suite's own, read when the first compile creates the cache.
-const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kernels-gpu-'));
+// A cache folder of this suite's own, read when the first compile creates the cache. Made in
+// beforeAll: where every suite here skips (no GPU), jest runs neither hook, so nothing is left behind
+// (made at load, 68 folders had piled up here) and the environment of later files is not changed.
+let cacheDir = '';
 const cacheDirBefore = process.env.CUDA_KERNELS_CACHE_DIR;
-process.env.CUDA_KERNELS_CACHE_DIR = cacheDir;
+beforeAll(() => {
+  cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kernels-gpu-'));
+  process.env.CUDA_KERNELS_CACHE_DIR = cacheDir;
+});
 
 import * as ck from '../lib';
 import { type Dtype, type HostArray } from '../lib/array';
