@@ -15,7 +15,8 @@ jest.mock('../lib/device', () => ({
 import { families, mergeRows, writeResults, type BenchFamily, type BenchRow } from '../lib/bench';
 import { parseSizeList, planJobs } from '../lib/bench/options';
 import { readResults } from '../lib/bench/report';
-import { parseResultsFile, rowFamily, rowKey, withFileLock } from '../lib/bench/results';
+import { newRunStamp, parseResultsFile, rowFamily, rowKey, withFileLock } from '../lib/bench/results';
+import { rowSink } from '../lib/bench/run';
 import { bench, type BenchOptions } from '../lib/cli/bench';
 import { report } from '../lib/cli/report';
 import { deviceCount } from '../lib/device';
@@ -133,6 +134,7 @@ describe('1. rows are kept when a run fails late', () => {
     }
     const text = lines.join('\n');
     const fallback = /^its rows are in (.+)$/m.exec(text)?.[1] as string;
+    if (fallback) fallbackDirs.push(path.dirname(fallback));
     return { text, file, fallback };
   }
   const fallbackDirs: string[] = [];
@@ -142,7 +144,6 @@ describe('1. rows are kept when a run fails late', () => {
 
   test('where the results file cannot be written mid-run, every row goes to a fallback file that the run names', async () => {
     const { text, file, fallback } = await fallbackRun();
-    fallbackDirs.push(path.dirname(fallback));
     expect(process.exitCode).toBe(1);
     expect(text).toMatch(/could not write the results \(.*fake-gpu-9\.json: not a result file: the JSON is a list/);
     expect(text).toContain(`this run's rows go to ${path.dirname(fallback)}`);
@@ -156,7 +157,6 @@ describe('1. rows are kept when a run fails late', () => {
     const label = 'aee41e8-dirty (test/x.test.ts, a note)';
     const runs = [await fallbackRun(label), await fallbackRun(label), await fallbackRun('x'.repeat(300))];
     const dirs = runs.map((r) => path.dirname(r.fallback));
-    fallbackDirs.push(...dirs);
     for (const [k, r] of runs.entries()) {
       expect(path.dirname(dirs[k])).toBe(os.tmpdir());
       expect(readRows(r.fallback).map((x) => x.op)).toEqual(['copy', 'first', 'second', 'third']);
@@ -165,11 +165,47 @@ describe('1. rows are kept when a run fails late', () => {
     expect(path.basename(dirs[0])).toMatch(
       /^cuda-kernels-bench-\d{8}T\d{6}Z-aee41e8-dirty_test_x\.test\.ts_a_note_-\w{6}$/,
     );
-    expect(dirs[1]).not.toBe(dirs[0]);
+    expect(dirs[1]).not.toBe(dirs[0]); // (the same second or not: the sinks below share one stamp)
     // A label too long for a file name is cut (the run id's first 80 characters).
     expect(path.basename(dirs[2])).toMatch(/^cuda-kernels-bench-\d{8}T\d{6}Z-x{63}-\w{6}$/);
     // The rows keep the label as it was given.
     expect(readRows(runs[0].fallback)[0].commit).toBe(label);
+  });
+
+  test('two sinks of one run stamp (two devices of one model, started in the same second) fall back to folders of their own', () => {
+    const stamp = newRunStamp('abc');
+    const device = { name: 'Fake GPU 9' };
+    const files = [0, 1].map(() => {
+      const out = tmp();
+      fs.writeFileSync(path.join(out, 'fake-gpu-9.json'), '[]'); // not a results file: refused
+      const sink = rowSink(out, device, stamp, quiet);
+      sink.write([row('copy', 'm', '1')]);
+      fallbackDirs.push(path.dirname(sink.file));
+      return sink.file;
+    });
+    expect(path.dirname(files[1])).not.toBe(path.dirname(files[0]));
+    for (const f of files) expect(readRows(f).map((r) => r.op)).toEqual(['copy']);
+  });
+
+  test('a missing temporary directory is made for the fallback, and the reason is shown before it', () => {
+    const missing = path.join(tmp(), 'not', 'there');
+    const out = tmp();
+    fs.writeFileSync(path.join(out, 'fake-gpu-9.json'), '[]');
+    const lines: string[] = [];
+    // os.tmpdir() reads the process's own TMPDIR, which a test file's process.env does not reach: the
+    // core module's function is replaced (this file's `os` is a wrapper of getters).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const tmpdir = jest.spyOn(require('node:os') as typeof os, 'tmpdir').mockReturnValue(missing);
+    try {
+      const sink = rowSink(out, { name: 'Fake GPU 9' }, newRunStamp('abc'), (l) => lines.push(l));
+      sink.write([row('copy', 'm', '1')]);
+      expect(path.dirname(path.dirname(sink.file))).toBe(missing);
+      expect(readRows(sink.file).map((r) => r.op)).toEqual(['copy']);
+    } finally {
+      tmpdir.mockRestore();
+    }
+    expect(lines[0]).toMatch(/^\ncould not write the results \(.*not a result file/);
+    expect(lines[1]).toMatch(/^this run's rows go to /);
   });
 
   test('a malformed results file or an --out that cannot be written stops the run before any family', async () => {

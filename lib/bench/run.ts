@@ -26,7 +26,7 @@ export interface RowSink {
  * size) or a write failing keeps what was measured before. When the results file cannot be written
  * (a full disk, a file another process left malformed), the run's rows go to
  * `<tmpdir>/cuda-kernels-bench-<run>-<6 random characters>/<gpu>.json` instead (a new folder, named
- * from the run id's file-name characters), and the run ends with an error naming it.
+ * from the run id's first 80 characters), and the run ends with an error naming it.
  */
 export function rowSink(
   dir: string,
@@ -38,12 +38,18 @@ export function rowSink(
   // Made when first needed, named for the run and unique (mkdtemp): the run id holds the commit label,
   // which CK_COMMIT may set to any text, so the name keeps only file-name characters of its first 80
   // (a '/' would nest it, a space would split the message that names it, a long one would not fit),
-  // and two runs started in the same second (devices 0 and 1 of one model) never share it.
+  // and two runs started in the same second (devices 0 and 1 of one model) never share it. The
+  // temporary directory itself is made first if it is missing (as the recursive mkdir of writeResults
+  // did for the earlier fixed name).
   let fallbackDir: string | undefined;
-  const fallback = () =>
-    (fallbackDir ??= fs.mkdtempSync(
-      path.join(os.tmpdir(), `cuda-kernels-bench-${stamp.run.slice(0, 80).replace(/[^\w.-]+/g, '_')}-`),
-    ));
+  const fallback = () => {
+    if (fallbackDir === undefined) {
+      fs.mkdirSync(os.tmpdir(), { recursive: true });
+      const name = `cuda-kernels-bench-${stamp.run.slice(0, 80).replace(/[^\w.-]+/g, '_')}-`;
+      fallbackDir = fs.mkdtempSync(path.join(os.tmpdir(), name));
+    }
+    return fallbackDir;
+  };
   const sink = {
     file: path.join(dir, `${gpuSlug(device.name)}.json`),
     failure: undefined as string | undefined,
@@ -55,7 +61,9 @@ export function rowSink(
           return;
         } catch (e) {
           sink.failure = `${(e as Error).message}`;
-          out(`\ncould not write the results (${sink.failure}); this run's rows go to ${fallback()}`);
+          // The reason first: it is shown even if the fallback cannot be made either.
+          out(`\ncould not write the results (${sink.failure})`);
+          out(`this run's rows go to ${fallback()}`);
         }
       }
       sink.file = writeResults(fallback(), device, stamp.commit, all);
