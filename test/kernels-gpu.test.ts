@@ -8,8 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 // A cache folder of this suite's own, read when the first compile creates the cache. Made in
-// beforeAll: where every suite here skips (no GPU), jest runs neither hook, so nothing is left behind
-// (made at load, 68 folders had piled up here) and the environment of later files is not changed.
+// beforeAll: where every suite here skips (no GPU) jest runs neither hook, and a folder made at load
+// was left behind (68 had piled up here).
 let cacheDir = '';
 const cacheDirBefore = process.env.CUDA_KERNELS_CACHE_DIR;
 beforeAll(() => {

@@ -11,9 +11,10 @@ import { compile, type Kernel, kernelCache } from '../lib/kernels/module';
 import { native } from '../lib/native';
 import { H100_KERNEL_DEVICE_INFO, standInKernelInfo } from './helpers/stand-in-device';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kmodule-'));
+// The cache folder is made in beforeAll (the kernel cache reads the variable at the first compile, in a
+// test): made at load, it was left behind where -t filters out every test and jest runs no hook.
+let dir = '';
 const envBefore = process.env.CUDA_KERNELS_CACHE_DIR;
-process.env.CUDA_KERNELS_CACHE_DIR = dir;
 
 /** What each kernelsGetKernel call was asked for: the symbol and the parameters' [size, kind]. */
 const gets: { symbol: string; layout: number[] }[] = [];
@@ -24,6 +25,8 @@ const FIXED = [0, 1, 384, 1000, 47000, 72, 16, 40, 86, 89];
 const spies: jest.SpyInstance[] = [];
 
 beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kmodule-'));
+  process.env.CUDA_KERNELS_CACHE_DIR = dir;
   spies.push(
     jest.spyOn(native, 'nvrtcLocate').mockReturnValue({ identity: 'stand-in', includeDirs: [], loaded: true }),
     jest.spyOn(native, 'nvrtcInfo').mockReturnValue({
