@@ -7,13 +7,16 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { tempDirs } from './helpers/temp-dirs';
+
 // A cache folder of this suite's own, read when the first compile creates the cache. Made in
 // beforeAll: where every suite here skips (no GPU) jest runs neither hook, and a folder made at load
 // was left behind (68 had piled up here).
 let cacheDir = '';
 const cacheDirBefore = process.env.CUDA_KERNELS_CACHE_DIR;
+const tmp = tempDirs('ck-kernels-gpu-');
 beforeAll(() => {
-  cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kernels-gpu-'));
+  cacheDir = tmp();
   process.env.CUDA_KERNELS_CACHE_DIR = cacheDir;
 });
 
@@ -35,7 +38,6 @@ afterAll(() => {
   // The suites after this one run in the same process (jest -i): they get the environment back.
   if (cacheDirBefore === undefined) delete process.env.CUDA_KERNELS_CACHE_DIR;
   else process.env.CUDA_KERNELS_CACHE_DIR = cacheDirBefore;
-  fs.rmSync(cacheDir, { recursive: true, force: true });
 });
 
 /** Fresh random values of a dtype: floats in [-1, 1), integers small enough that a·x + y cannot overflow. */

@@ -2,19 +2,17 @@
 // without a GPU and without NVRTC: which parameters and which symbol kernel() takes (an extern "C"
 // kernel's kept parameters, a signature, a name expression), and the numbers attributes() and the
 // launch limits take from kernelsGetKernel. test/kernels-gpu.test.ts checks the same on a GPU.
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-
 import type { KernelHandle } from '../binding';
 import { compile, type Kernel, kernelCache } from '../lib/kernels/module';
 import { native } from '../lib/native';
 import { H100_KERNEL_DEVICE_INFO, standInKernelInfo } from './helpers/stand-in-device';
+import { tempDirs } from './helpers/temp-dirs';
 
 // The cache folder is made in beforeAll (the kernel cache reads the variable at the first compile, in a
 // test): made at load, it was left behind where -t filters out every test and jest runs no hook.
 let dir = '';
 const envBefore = process.env.CUDA_KERNELS_CACHE_DIR;
+const tmp = tempDirs('ck-kmodule-');
 
 /** What each kernelsGetKernel call was asked for: the symbol and the parameters' [size, kind]. */
 const gets: { symbol: string; layout: number[] }[] = [];
@@ -25,7 +23,7 @@ const FIXED = [0, 1, 384, 1000, 47000, 72, 16, 40, 86, 89];
 const spies: jest.SpyInstance[] = [];
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-kmodule-'));
+  dir = tmp();
   process.env.CUDA_KERNELS_CACHE_DIR = dir;
   spies.push(
     jest.spyOn(native, 'nvrtcLocate').mockReturnValue({ identity: 'stand-in', includeDirs: [], loaded: true }),
@@ -60,7 +58,6 @@ afterAll(() => {
   for (const s of spies) s.mockRestore();
   if (envBefore === undefined) delete process.env.CUDA_KERNELS_CACHE_DIR;
   else process.env.CUDA_KERNELS_CACHE_DIR = envBefore;
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const SAXPY = `extern "C" __global__ void saxpy(int n, float a, const float* x, float* y) {
