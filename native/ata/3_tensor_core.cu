@@ -205,6 +205,10 @@ struct FastConfig {
   // The shipped configs store everything and mark nothing (an empty inline function).
   static constexpr int Stores = 2;
   static __device__ __forceinline__ void mark(int) {}
+  // A third probe hook, RowStores: the bulk epilogue's rows leave shared memory by the threads' own
+  // coalesced 16-byte stores (each warp 512 contiguous bytes) instead of bulk copies, so the block
+  // need not wait until the copies have read shared memory; the stores drain after it exits.
+  static constexpr bool RowStores = false;
 };
 
 // Tiles of one launch run in bands of `bandRows` tile-rows, column by column inside a band, so the
@@ -310,13 +314,33 @@ __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, i
   // Rows of S (BM doubles each from column c0 of C) to rows r0.. of C; rows and columns past n are
   // left out. Every thread passes the barrier after the copies have read S.
   auto copyRows = [&](int64_t r0, int64_t c0) {
-    fenceSharedForBulk();
-    __syncthreads();
-    if (tid < BM && r0 + tid < n) {
-      bulkStore(C + (r0 + tid) * n + c0, S + tid * Pitch, static_cast<int>(n - c0 < BM ? n - c0 : BM) * 8);
-      bulkWaitRead();
+    if constexpr (Cfg::RowStores) {
+      constexpr int Warps = Cfg::Threads / 32;
+      static_assert(BM % Warps == 0 && BM % 64 == 0, "row-store plan");
+      const int lane = tid & 31, warp = tid >> 5;
+      const int width = static_cast<int>(n - c0 < BM ? n - c0 : BM);  // even: n is
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < BM / Warps; ++i) {
+        const int r = warp + i * Warps;
+        if (r0 + r < n) {
+#pragma unroll
+          for (int c = 2 * lane; c < BM; c += 64)
+            if (c < width)
+              *reinterpret_cast<double2*>(C + (r0 + r) * n + c0 + c) =
+                  *reinterpret_cast<const double2*>(S + r * Pitch + c);
+        }
+      }
+      __syncthreads();  // S is rewritten next (the mirror) or the block exits
+    } else {
+      fenceSharedForBulk();
+      __syncthreads();
+      if (tid < BM && r0 + tid < n) {
+        bulkStore(C + (r0 + tid) * n + c0, S + tid * Pitch, static_cast<int>(n - c0 < BM ? n - c0 : BM) * 8);
+        bulkWaitRead();
+      }
+      __syncthreads();
     }
-    __syncthreads();
   };
   __syncthreads();  // no warp still reads the last stage
   if (diag) {

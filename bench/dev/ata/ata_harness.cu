@@ -513,6 +513,17 @@ using LargeW8K8One =
     d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k8, 8, true, 1, true, true, true, false, true, true, false, 1>;
 using LargeW8K4 =
     d::FastConfig<128, 2, 4, 32, 3, MS::m16n8k4, 4, true, 1, true, true, true, false, true, true, false, 2>;
+// The shipped config with the epilogue's rows stored by the threads (RowStores, 2026-11-28): the
+// bulk copies' wait for their reads of shared memory took 17-25 k cycles per block at every size
+// (NOTES.md §10.4), as long as the memory system takes the 262 KB, so the SM could not start its next
+// block; plain stores let the block exit while they drain.
+template <class Base>
+struct ViaRows : Base {
+  static constexpr bool RowStores = true;
+};
+using LargeRows = ViaRows<d::FastLarge90>;
+using ProbeTimedTma = Timed<d::FastLarge90>;
+using ProbeTimedRows = Timed<LargeRows>;
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -706,6 +717,10 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"fast.k4one", fastWith<LargeK4One>(), 0, true});
     m.push_back({"fast.tma", fastWith<LargeTma>(), 0, true});
     m.push_back({"v8.fast.cpasync", fastWith<LargeCpAsync>(), 0, true});
+    m.push_back({"fast.rows", fastWith<LargeRows>(), 0, true});
+    m.push_back({"v.large.rows", forced<LargeRows>(), 0, true});
+    m.push_back({"v.large.rows.nosplit", forced<LargeRows>(1), 0, true});
+    m.push_back({"v.large.rows.tail3", forcedTail<LargeRows>(3), 0, true});
     for (auto [name, fast, forcedFn, tail] : std::vector<std::tuple<std::string, LaunchFn, LaunchFn, LaunchFn>>{
              {"w8k16", fastWith<LargeW8K16>(), forced<LargeW8K16>(), forcedTail<LargeW8K16>(3)},
              {"w8tk16", fastWith<LargeW8TK16>(), forced<LargeW8TK16>(), forcedTail<LargeW8TK16>(3)},
@@ -1370,6 +1385,8 @@ int main(int argc, char** argv) {
   if (!timelineShapes.empty()) {
     timeline<ProbeTimed>(timelineShapes, "LargeNoBulk");
     timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk (FastLarge90 until §11)");
+    timeline<ProbeTimedTma>(timelineShapes, "FastLarge90");
+    timeline<ProbeTimedRows>(timelineShapes, "FastLarge90 with RowStores");
   }
   if (hostPlan) hostPlanCost();
   correctness(smallShapes, ms);
