@@ -1006,8 +1006,11 @@ describeGpu('Promise forms wait asleep', () => {
     );
     expect(stencil.wall).toBeGreaterThan(500);
     expect(apsp.wall).toBeGreaterThan(500);
-    // Spinning, a pool thread alone would use about the wall time.
-    expect(stencil.cpu).toBeLessThan(0.5 * stencil.wall);
-    expect(apsp.cpu).toBeLessThan(0.5 * apsp.wall);
+    // Spinning, a pool thread alone would use about the wall time: the blocking apsp took 0.99-1.00 of
+    // it on an H100, where apspAsync took 0.40-0.47 with or without a progress callback (its pool
+    // thread wakes for every round, about 5 kHz at n = 4096; bench/dev/overhead/async-cpu.js) and
+    // stencilAsync about 0.13. A bound of 0.75 tells waiting asleep from spinning with room for both.
+    expect(stencil.cpu).toBeLessThan(0.75 * stencil.wall);
+    expect(apsp.cpu).toBeLessThan(0.75 * apsp.wall);
   });
 });
