@@ -1,8 +1,11 @@
 // CPU use of the process while apspAsync runs back to back, with a progress callback and without
 // one, and of the blocking apsp: where a core's share goes (the pool thread's per-round waits, or
-// the JS thread's progress reports). Uses the built package in dist/.
-//   node bench/dev/overhead/async-cpu.js [n] [seconds]
+// the JS thread's progress reports), with each thread's share where /proc/self/task is readable
+// (Linux: the thread's name and its user + system time, in ms). Uses the built package in dist/.
+//   node bench/dev/overhead/async-cpu.js [n] [seconds] [stencil-first]
+// stencil-first: stencilAsync back to back first, as test/async.test.ts does before its apsp part.
 'use strict';
+const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 const ck = require('../../../dist/index.js');
 
@@ -11,8 +14,35 @@ const seconds = Number(process.argv[3] ?? 1.5);
 const graph = ck.randomGraph(n, { density: 0.01, seed: 7 });
 const rounds = ck.apspRounds('shared', n);
 
-async function measure(name, call) {
+const tick = 10; // ms per clock tick (USER_HZ = 100 on Linux)
+/** tid -> [name, user + system ms] of every thread of this process, or null off Linux. */
+function threadTimes() {
+  try {
+    const m = new Map();
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      m.set(tid, [name, (Number(f[11]) + Number(f[12])) * tick]);
+    }
+    return m;
+  } catch {
+    return null;
+  }
+}
+function threadLine(t0, t1) {
+  if (!t0 || !t1) return '';
+  const used = [];
+  for (const [tid, [name, ms]] of t1) {
+    const d = ms - (t0.get(tid)?.[1] ?? 0);
+    if (d > 0) used.push(`${name}#${tid} ${d}`);
+  }
+  return `  threads (ms): ${used.join(', ')}`;
+}
+
+async function measure(name, call, steps = rounds) {
   await call(); // warm: kernels loaded, pool memory kept
+  const th0 = threadTimes();
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   let calls = 0;
@@ -22,14 +52,24 @@ async function measure(name, call) {
   }
   const wall = performance.now() - t0;
   const c = process.cpuUsage(c0);
+  const cpu = (c.user + c.system) / 1000;
   const line =
-    `${name.padEnd(28)} ${calls} calls, ${((calls * rounds) / (wall / 1000)).toFixed(0)} rounds/s, ` +
+    `${name.padEnd(28)} ${calls} calls, ${((calls * steps) / (wall / 1000)).toFixed(0)} rounds/s, ` +
     `wall ${wall.toFixed(0)} ms, user ${(c.user / 1000).toFixed(0)} ms, system ${(c.system / 1000).toFixed(0)} ms, ` +
-    `CPU/wall ${((c.user + c.system) / 1000 / wall).toFixed(3)}`;
+    `CPU/wall ${(cpu / wall).toFixed(3)}, CPU per round ${((cpu * 1000) / (calls * steps)).toFixed(1)} us`;
   console.log(line);
+  console.log(threadLine(th0, threadTimes()));
 }
 
 (async () => {
+  if (process.argv[4] === 'stencil-first') {
+    const size = 2048;
+    const g = ck.full('float32', size * size, 1);
+    const opts = { tolerance: 0, weights: 'jacobi5', checkEvery: 4096, maxIterations: 2000 };
+    // One step per call (checkEvery > maxIterations): "rounds" are calls here.
+    await measure(`stencilAsync ${size}²`, async () => (await ck.stencilAsync(g, size, size, opts)).grid.free(), 1);
+    g.free();
+  }
   console.log(`apsp 'shared', n = ${n}, ${rounds} rounds per call, ${seconds} s each`);
   let reports = 0;
   for (let pass = 0; pass < 2; pass++) {
