@@ -1019,7 +1019,7 @@ describeGpu('Promise forms wait asleep', () => {
     });
     // Rounds of about 0.7 ms (1,400 a second): every round wakes CUDA's event thread, the pool thread and
     // the JS thread, which at n = 4096 (5,500 rounds a second) came to 0.36-0.56 of a core in a plain
-    // process and up to 0.87 under jest, whose GC threads add to it (bench/dev/overhead/async-cpu.js).
+    // process and up to 0.98 under jest, whose other threads add to it (bench/dev/overhead/async-cpu.js).
     const n = 8192;
     using graph = ck.randomGraph(n, { density: 0.01, seed: freshSeed() });
     // Warm, as the stencil above: a process's first apsp call loads the kernels on the CPU.

@@ -207,8 +207,8 @@ struct FastConfig {
   static __device__ __forceinline__ void mark(int) {}
   // A third probe hook, RowStores: the bulk epilogue's rows leave shared memory by the threads' own
   // coalesced 16-byte stores (each warp 512 contiguous bytes) instead of bulk copies, so the block
-  // need not wait until the copies have read shared memory; the stores drain after it exits. Level
-  // with the bulk copies in time on an H100 (bench/dev/ata/NOTES.md §15).
+  // need not wait until the copies have read shared memory; the stores drain after it exits. Under
+  // 1% faster than the bulk copies on an H100 (bench/dev/ata/NOTES.md §15).
   static constexpr bool RowStores = false;
 };
 
