@@ -1000,7 +1000,7 @@ describeGpu('Promise forms wait asleep', () => {
     return { wall, cpu: (c.user + c.system) / 1000, threads: used.join(', ') };
   }
 
-  test('stencilAsync and apspAsync: the process uses well under one core while the GPU works', async () => {
+  test('stencilAsync and apspAsync: the process uses under 0.85 of a core while the GPU works', async () => {
     const rows = 2048;
     const cols = 2048;
     using g = ck.upload(hostGrid('float32', rows * cols, freshSeed()));
@@ -1037,10 +1037,11 @@ describeGpu('Promise forms wait asleep', () => {
     );
     expect(stencil.wall).toBeGreaterThan(500);
     expect(apsp.wall).toBeGreaterThan(500);
-    // Spinning, a pool thread alone would use about the wall time (the blocking apsp took 1.00 of it on
-    // an H100); waiting asleep, apspAsync at n = 8192 took 0.28-0.35 in a plain process and 0.42-0.53
-    // here, stencilAsync 0.10-0.27 here. 0.75 tells the two apart with room on both sides.
-    expect(stencil.cpu).toBeLessThan(0.75 * stencil.wall);
-    expect(apsp.cpu).toBeLessThan(0.75 * apsp.wall);
+    // Spinning, a pool thread alone would use about the wall time (the blocking apsp took 0.99-1.04 of it
+    // on an H100), and the JS thread and jest's other threads add to that. Waiting asleep, on an H100:
+    // apspAsync at n = 8192 took 0.20-0.35 in a plain process and 0.42-0.60 here (10 runs), stencilAsync
+    // 0.10-0.11 in a plain process and 0.10-0.27 here. 0.85 tells the two apart with room on both sides.
+    expect(stencil.cpu).toBeLessThan(0.85 * stencil.wall);
+    expect(apsp.cpu).toBeLessThan(0.85 * apsp.wall);
   });
 });
