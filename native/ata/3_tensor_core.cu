@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "ata/ata.h"
 #include "ata/common.cuh"
@@ -210,6 +211,10 @@ struct FastConfig {
   // need not wait until the copies have read shared memory; the stores drain after it exits. Under
   // 1% faster than the bulk copies on an H100 (bench/dev/ata/NOTES.md §15).
   static constexpr bool RowStores = false;
+  // A fourth, HalfEdge (4×4 warps of 32×32, tensor copies): a whole tile of the last tile column with
+  // at most BM / 2 columns left of n (8000 = 62.5 × 128) runs its warps on 16×32 blocks of the left
+  // half, MT = 1 instead of 2, so it takes about half the product loop instead of all of it.
+  static constexpr bool HalfEdge = false;
 };
 
 // Tiles of one launch run in bands of `bandRows` tile-rows, column by column inside a band, so the
@@ -293,7 +298,7 @@ __device__ __forceinline__ void pairBRows(const double (&acc)[MT][NT][4], int mi
     }
 }
 
-template <class Cfg, int MT, int NT>
+template <class Cfg, int MT, int NT, int MTe = MT>
 __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, int64_t i0, int64_t j0,
                                               bool diag, const double (&acc)[MT][NT][4], int wm0, int wn0,
                                               int g, int t, int tid) {
@@ -304,7 +309,7 @@ __device__ __forceinline__ void storeTileBulk(double* S, double* C, int64_t n, i
   // lc .. lc + 3 (PairB layout, as in the direct epilogue).
   auto forEach = [&](auto&& f) {
 #pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
+    for (int mi = 0; mi < MTe; ++mi)  // MTe: the fragment rows a HalfEdge tile's warps use
 #pragma unroll
       for (int q = 0; q < NT / 2; ++q) {
         double v[2][4];
@@ -436,7 +441,22 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     wni = pick % Cfg::WarpsN;
     idle = warp >= busyCount;
   }
-  const int wm0 = wmi * Cfg::WM, wn0 = wni * Cfg::WN;
+  // HalfEdge: a whole tile (no split piece) of the last tile column whose columns left of n fit in
+  // its left half; its warps take 16×32 blocks of that half (8 rows of blocks × 2), so every
+  // scheduler keeps four warps, each with half the fragments. Its stores go through the bulk path.
+  bool half = false;
+  if constexpr (Cfg::HalfEdge) {
+    // The bulk epilogue is the only one that writes just the rows the warps hold (Stores == 2).
+    static_assert(Cfg::WarpsM == 4 && Cfg::WarpsN == 4 && Cfg::MT == 2 && Cfg::BulkStore &&
+                      Cfg::Stores == 2 && Cfg::Pipelined && !Cfg::SkipIdle && !Cfg::SkipLower,
+                  "HalfEdge plan");
+    half = Tma && !diag && work.slot < 0 && n - j0 <= BM / 2 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
+    if (half) {
+      wmi = warp >> 1;  // 16-row blocks: wm0 = 16 · wmi below
+      wni = warp & 1;
+    }
+  }
+  const int wm0 = half ? wmi * 16 : wmi * Cfg::WM, wn0 = wni * Cfg::WN;
   // SkipLower: this warp's block is entirely below the diagonal of a diagonal tile (warp-uniform).
   if constexpr (!SkipIdle) idle = Cfg::SkipLower && diag && wm0 >= wn0 + Cfg::WN;
   const int64_t kBegin = work.split * work.kPer * BK;
@@ -497,8 +517,11 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0;
 
   // Fragments of one KS-deep step: A for MT 16-row blocks, B for NT 8-column blocks.
-  auto loadFrags = [&](double(&fa)[MT][KS / 2], double(&fb)[NT][KS / 4], const double* sI, const double* sJ,
-                       int kk) {
+  // rowsUsed: the fragment rows used, MT except on HalfEdge tiles (1); a constant at every call, where
+  // the lambda is inlined, so the loops below unroll to that count (a generic lambda with the count as
+  // a type crashes cicc 13.0).
+  auto loadFrags = [&](int rowsUsed, double(&fa)[MT][KS / 2], double(&fb)[NT][KS / 4], const double* sI,
+                       const double* sJ, int kk) {
     if (!SkipIdle && idle) return;  // SkipIdle: idle warps do not run the loop
 #pragma unroll
     for (int u = 0; u < KS / 4; ++u) {
@@ -516,6 +539,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       }
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi) {
+        if (mi >= rowsUsed) break;
         const double2 v =
             *reinterpret_cast<const double2*>(sI + (kk + t + 4 * u) * LDS + wm0 + mi * 16 + 2 * g);
         fa[mi][2 * u] = v.x;
@@ -523,12 +547,14 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       }
     }
   };
-  auto mmaFrags = [&](const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4]) {
+  auto mmaFrags = [&](int rowsUsed, const double(&fa)[MT][KS / 2], const double(&fb)[NT][KS / 4]) {
     if (!SkipIdle && idle) return;  // SkipIdle: idle warps do not run the loop
 #pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
+    for (int mi = 0; mi < MT; ++mi) {
+      if (mi >= rowsUsed) break;
 #pragma unroll
       for (int ni = 0; ni < NT; ++ni) mmaStep<Cfg::Shape, KS>(acc[mi][ni], fa[mi], fb[ni]);
+    }
   };
   // The same MMAs with the copy of k-tile kt (kt < 0: none) into slot `stage` spread between the
   // rows of MMAs.
@@ -546,6 +572,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     }
   };
   auto stageI = [&](int kt) -> const double* { return smem + (kt % Stages) * 2 * Slab; };
+  using AllRows = std::integral_constant<int, MT>;
   // Tma: thread 0 starts k-tile kt's tensor copies into slot `slot` (one for a diagonal tile); they
   // complete on full[slot], whose phase p is the slot's p-th k-tile.
   auto tmaStage = [&](int kt, int slot) {
@@ -578,8 +605,8 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
 #pragma unroll
       for (int kk = 0; kk < BK; kk += KS) {
         double fa[MT][KS / 2], fb[NT][KS / 4];
-        loadFrags(fa, fb, sI, sJ, kk);
-        mmaFrags(fa, fb);
+        loadFrags(MT, fa, fb, sI, sJ, kk);
+        mmaFrags(MT, fa, fb);
       }
     }
   } else {
@@ -605,7 +632,8 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
       else
         __syncthreads();
     };
-    auto mainLoop = [&] {
+    auto mainLoop = [&](auto mte) {
+      constexpr int Rows = decltype(mte)::value;
       constexpr int Bufs = Cfg::FragBufs;
       double fa[Bufs][MT][KS / 2], fb[Bufs][NT][KS / 4];
       // The buffer of step s (two buffers: alternate; one: always the same).
@@ -633,7 +661,7 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
         blockSync();
       }
       Cfg::mark(1);
-      loadFrags(fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
+      loadFrags(Rows, fa[0], fb[0], stageI(0), diag ? stageI(0) : stageI(0) + Slab, 0);
       for (int kt = 0; kt < kTiles; ++kt) {
         const double* sI = stageI(kt);
         const double* sJ = diag ? sI : sI + Slab;
@@ -644,10 +672,10 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
           // them), with one after (the MMAs have read the buffer by then).
           auto nextFrags = [&] {
             if (s < Steps - 1) {
-              loadFrags(fa[next], fb[next], sI, sJ, (s + 1) * KS);
+              loadFrags(Rows, fa[next], fb[next], sI, sJ, (s + 1) * KS);
             } else if (kt + 1 < kTiles) {
               const double* nI = stageI(kt + 1);
-              loadFrags(fa[next], fb[next], nI, diag ? nI : nI + Slab, 0);
+              loadFrags(Rows, fa[next], fb[next], nI, diag ? nI : nI + Slab, 0);
             }
           };
           if (s == Steps - 1 && Tma) {
@@ -670,13 +698,20 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
             mmaFragsCopy(fa[cur], fb[cur], kt + Stages < kTiles ? kt + Stages : -1, kt % Stages);
             copyCommit();
           } else {
-            mmaFrags(fa[cur], fb[cur]);
+            mmaFrags(Rows, fa[cur], fb[cur]);
           }
           if constexpr (Bufs == 1) nextFrags();
         }
       }
     };
-    if (!(SkipIdle && idle)) mainLoop();
+    if constexpr (Cfg::HalfEdge) {
+      if (half)
+        mainLoop(std::integral_constant<int, 1>{});
+      else
+        mainLoop(AllRows{});
+    } else if (!(SkipIdle && idle)) {
+      mainLoop(AllRows{});
+    }
   }
   copyWait<0>();
   Cfg::mark(2);
@@ -693,7 +728,14 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
   if constexpr (Cfg::BulkStore && Cfg::Stores == 2) {
     // Whole tile, n even, C 16-byte aligned: every row of the tile and of its mirror is one bulk copy.
     if (P == nullptr && n % 2 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
-      storeTileBulk<Cfg>(smem, C, n, i0, j0, diag, acc, wm0, wn0, g, t, tid);
+      if constexpr (Cfg::HalfEdge) {
+        if (half)
+          storeTileBulk<Cfg, MT, NT, 1>(smem, C, n, i0, j0, diag, acc, wm0, wn0, g, t, tid);
+        else
+          storeTileBulk<Cfg>(smem, C, n, i0, j0, diag, acc, wm0, wn0, g, t, tid);
+      } else {
+        storeTileBulk<Cfg>(smem, C, n, i0, j0, diag, acc, wm0, wn0, g, t, tid);
+      }
       Cfg::mark(3);
       return;
     }

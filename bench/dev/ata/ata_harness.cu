@@ -524,8 +524,17 @@ struct ViaRows : Base {
   static constexpr bool RowStores = true;
 };
 using LargeRows = ViaRows<d::FastLarge90>;
+// HalfEdge (2026-11-28): the tiles of the last tile column with at most 64 columns left of n (62 of
+// 2016 at 8000², 78 of 3160 at 10000², 31 of 528 at 4000²) run their 16 warps on 16×32 blocks of the
+// left half instead of computing the empty right half (issue 34's wasted tensor work, NOTES.md §11.5).
+template <class Base>
+struct WithHalfEdge : Base {
+  static constexpr bool HalfEdge = true;
+};
+using LargeHalfEdge = WithHalfEdge<d::FastLarge90>;
 using ProbeTimedTma = Timed<d::FastLarge90>;
 using ProbeTimedRows = Timed<LargeRows>;
+using ProbeTimedHalfEdge = Timed<LargeHalfEdge>;
 using ProbeTimedBulk = Timed<LargeBulk>;
 using ProbeNoStore = StoreProbe<LargeNoBulk, 0>;
 using ProbeNoMirror = StoreProbe<LargeNoBulk, 1>;
@@ -723,6 +732,11 @@ std::vector<Method> methods(bool variants, bool keepPoolVariant) {
     m.push_back({"v.large.rows", forced<LargeRows>(), 0, true});
     m.push_back({"v.large.rows.nosplit", forced<LargeRows>(1), 0, true});
     m.push_back({"v.large.rows.tail3", forcedTail<LargeRows>(3), 0, true});
+    m.push_back({"fast.halfedge", fastWith<LargeHalfEdge>(), 0, true});
+    m.push_back({"v.large.halfedge", forced<LargeHalfEdge>(), 0, true});
+    m.push_back({"v.large.halfedge.nosplit", forced<LargeHalfEdge>(1), 0, true});
+    m.push_back({"v.large.halfedge.tail3", forcedTail<LargeHalfEdge>(3), 0, true});
+    m.push_back({"v.large.halfedge.a8", misalignedA<LargeHalfEdge>(), 1, true});
     for (auto [name, fast, forcedFn, tail] : std::vector<std::tuple<std::string, LaunchFn, LaunchFn, LaunchFn>>{
              {"w8k16", fastWith<LargeW8K16>(), forced<LargeW8K16>(), forcedTail<LargeW8K16>(3)},
              {"w8tk16", fastWith<LargeW8TK16>(), forced<LargeW8TK16>(), forcedTail<LargeW8TK16>(3)},
@@ -1389,6 +1403,7 @@ int main(int argc, char** argv) {
     timeline<ProbeTimedBulk>(timelineShapes, "LargeBulk (FastLarge90 until §11)");
     timeline<ProbeTimedTma>(timelineShapes, "FastLarge90");
     timeline<ProbeTimedRows>(timelineShapes, "FastLarge90 with RowStores");
+    timeline<ProbeTimedHalfEdge>(timelineShapes, "FastLarge90 with HalfEdge");
   }
   if (hostPlan) hostPlanCost();
   correctness(smallShapes, ms);
