@@ -213,7 +213,8 @@ struct FastConfig {
   static constexpr bool RowStores = false;
   // A fourth, HalfEdge (4×4 warps of 32×32, tensor copies): a whole tile of the last tile column with
   // at most BM / 2 columns left of n (8000 = 62.5 × 128) runs its warps on 16×32 blocks of the left
-  // half, MT = 1 instead of 2, so it takes about half the product loop instead of all of it.
+  // half, MT = 1 instead of 2, so it takes about half the product loop instead of all of it. Level
+  // with `fast` in time on an H100: the clock fell and the tail split did not fit (NOTES.md §16).
   static constexpr bool HalfEdge = false;
 };
 

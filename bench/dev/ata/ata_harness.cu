@@ -527,6 +527,8 @@ using LargeRows = ViaRows<d::FastLarge90>;
 // HalfEdge (2026-11-28): the tiles of the last tile column with at most 64 columns left of n (62 of
 // 2016 at 8000², 78 of 3160 at 10000², 31 of 528 at 4000²) run their 16 warps on 16×32 blocks of the
 // left half instead of computing the empty right half (issue 34's wasted tensor work, NOTES.md §11.5).
+// Measured on an H100 (NOTES.md §16): the edge tiles' loop 45% shorter, 2.2% fewer cycles at 8000²
+// without the tail split, but level with `fast` as it runs (tail split, a lower clock); not shipped.
 template <class Base>
 struct WithHalfEdge : Base {
   static constexpr bool HalfEdge = true;
