@@ -213,8 +213,8 @@ struct FastConfig {
   static constexpr bool RowStores = false;
   // A fourth, HalfEdge (4×4 warps of 32×32, tensor copies): a whole tile of the last tile column with
   // at most BM / 2 columns left of n (8000 = 62.5 × 128) runs its warps on 16×32 blocks of the left
-  // half, MT = 1 instead of 2, so it takes about half the product loop instead of all of it. Level
-  // with `fast` in time on an H100: the clock fell and the tail split did not fit (NOTES.md §16).
+  // half, MT = 1 instead of 2, so it takes about half the product loop instead of all of it. No
+  // faster than `fast` as it runs on an H100 (NOTES.md §16).
   static constexpr bool HalfEdge = false;
 };
 
@@ -451,7 +451,10 @@ __global__ void __launch_bounds__(Cfg::Threads, Cfg::MinBlocks)
     static_assert(Cfg::WarpsM == 4 && Cfg::WarpsN == 4 && Cfg::MT == 2 && Cfg::BulkStore &&
                       Cfg::Stores == 2 && Cfg::Pipelined && !Cfg::SkipIdle && !Cfg::SkipLower,
                   "HalfEdge plan");
-    half = Tma && !diag && work.slot < 0 && n - j0 <= BM / 2 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
+    // Every condition of the bulk epilogue below (n even, C 16-byte aligned, a whole tile) is tested
+    // here too: the other epilogues write both fragment rows.
+    half = Tma && !diag && work.slot < 0 && n % 2 == 0 && n - j0 <= BM / 2 &&
+           (reinterpret_cast<uintptr_t>(C) & 15) == 0;
     if (half) {
       wmi = warp >> 1;  // 16-row blocks: wm0 = 16 · wmi below
       wni = warp & 1;

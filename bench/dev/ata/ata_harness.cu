@@ -528,7 +528,8 @@ using LargeRows = ViaRows<d::FastLarge90>;
 // 2016 at 8000², 78 of 3160 at 10000², 31 of 528 at 4000²) run their 16 warps on 16×32 blocks of the
 // left half instead of computing the empty right half (issue 34's wasted tensor work, NOTES.md §11.5).
 // Measured on an H100 (NOTES.md §16): the edge tiles' loop 45% shorter, 2.2% fewer cycles at 8000²
-// without the tail split, but level with `fast` as it runs (tail split, a lower clock); not shipped.
+// without the tail split, but no faster than `fast` as it runs (+0.4%, +1.3%, -0.1% at 8000², 10000²,
+// 20000×8000: the tail split, the wave count, a lower clock); not shipped.
 template <class Base>
 struct WithHalfEdge : Base {
   static constexpr bool HalfEdge = true;
