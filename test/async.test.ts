@@ -2,11 +2,12 @@
 // synchronizeAsync, timedAsync): argument errors and early aborts everywhere (they never reach the GPU),
 // then, on a GPU, results equal to the synchronous forms and the CPU references, the event loop running
 // during a long call, aborts mid-run that leave the arrays usable, progress, and frees in flight.
-import * as fs from 'node:fs';
 import * as ck from '../lib';
 import { native } from '../lib/native';
 import { flatWeights, freshSeed, hostGraph, stencilMismatch } from './harness/families';
 import { expectThrows } from './helpers/errors';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { threadTimes, threadsUsed } = require('./helpers/thread-cpu.js');
 import { describeGpu, describeNoGpu } from './helpers/gpu';
 
 /** A DeviceArray around a handle the native layer refuses: only the TS checks can pass it. */
@@ -966,20 +967,6 @@ describeGpu('Promise forms read their inputs as they are at the call', () => {
 
 // The pool thread of a long call sleeps on a cudaEventBlockingSync event instead of spinning a core.
 describeGpu('Promise forms wait asleep', () => {
-  /** tid -> [name, user + system ms] of this process's threads (Linux /proc), or undefined. */
-  function threadTimes(): Map<string, [string, number]> | undefined {
-    try {
-      const m = new Map<string, [string, number]>();
-      for (const tid of fs.readdirSync('/proc/self/task')) {
-        const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        m.set(tid, [stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), (Number(f[11]) + Number(f[12])) * 10]);
-      }
-      return m;
-    } catch {
-      return undefined;
-    }
-  }
   /**
    * Wall and CPU milliseconds of this process while `run` is awaited, and the threads that used the CPU
    * (for the log: which one spins when the bound fails).
@@ -991,13 +978,7 @@ describeGpu('Promise forms wait asleep', () => {
     await run();
     const wall = performance.now() - t0;
     const c = process.cpuUsage(c0);
-    const th1 = threadTimes();
-    const used: string[] = [];
-    for (const [tid, [name, ms]] of th1 ?? []) {
-      const d = ms - (th0?.get(tid)?.[1] ?? 0);
-      if (d >= 20) used.push(`${name}#${tid} ${d}`);
-    }
-    return { wall, cpu: (c.user + c.system) / 1000, threads: used.join(', ') };
+    return { wall, cpu: (c.user + c.system) / 1000, threads: threadsUsed(th0, threadTimes(), 20) };
   }
 
   test('stencilAsync and apspAsync: the process uses under 0.85 of a core while the GPU works', async () => {

@@ -5,40 +5,14 @@
 //   node bench/dev/overhead/async-cpu.js [n] [seconds] [stencil-first]
 // stencil-first: stencilAsync back to back first, as test/async.test.ts does before its apsp part.
 'use strict';
-const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 const ck = require('../../../dist/index.js');
+const { threadTimes, threadsUsed } = require('../../../test/helpers/thread-cpu.js');
 
 const n = Number(process.argv[2] ?? 4096);
 const seconds = Number(process.argv[3] ?? 1.5);
 const graph = ck.randomGraph(n, { density: 0.01, seed: 7 });
 const rounds = ck.apspRounds('shared', n);
-
-const tick = 10; // ms per clock tick (USER_HZ = 100 on Linux)
-/** tid -> [name, user + system ms] of every thread of this process, or null off Linux. */
-function threadTimes() {
-  try {
-    const m = new Map();
-    for (const tid of fs.readdirSync('/proc/self/task')) {
-      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      m.set(tid, [name, (Number(f[11]) + Number(f[12])) * tick]);
-    }
-    return m;
-  } catch {
-    return null;
-  }
-}
-function threadLine(t0, t1) {
-  if (!t0 || !t1) return '';
-  const used = [];
-  for (const [tid, [name, ms]] of t1) {
-    const d = ms - (t0.get(tid)?.[1] ?? 0);
-    if (d > 0) used.push(`${name}#${tid} ${d}`);
-  }
-  return `  threads (ms): ${used.join(', ')}`;
-}
 
 async function measure(name, call, steps = rounds) {
   await call(); // warm: kernels loaded, pool memory kept
@@ -58,7 +32,8 @@ async function measure(name, call, steps = rounds) {
     `wall ${wall.toFixed(0)} ms, user ${(c.user / 1000).toFixed(0)} ms, system ${(c.system / 1000).toFixed(0)} ms, ` +
     `CPU/wall ${(cpu / wall).toFixed(3)}, CPU per round ${((cpu * 1000) / (calls * steps)).toFixed(1)} us`;
   console.log(line);
-  console.log(threadLine(th0, threadTimes()));
+  const threads = threadsUsed(th0, threadTimes(), 1);
+  if (threads) console.log(`  threads (ms): ${threads}`);
 }
 
 (async () => {
