@@ -97,11 +97,49 @@ __device__ __forceinline__ double maxAbsKeepNaN(double m, double d) {
   return maxKeepNaN(m, fabs(d));
 }
 
+// A thread's running residual: a max of |d| that keeps NaN (ResidualMax<T, false>), or for double the
+// max of |d|'s bit patterns as unsigned integers, which order like the non-negative values with NaN
+// above +inf, so the result is the same max (any NaN standing for NaN).
+template <typename T, bool Bits>
+struct ResidualMax {
+  using type = T;
+  static __device__ __forceinline__ void add(T& m, T d) { m = maxAbsKeepNaN(m, d); }
+  static __device__ __forceinline__ T value(T m) { return m; }
+};
+template <>
+struct ResidualMax<double, true> {
+  using type = unsigned long long;
+  static __device__ __forceinline__ void add(unsigned long long& m, double d) {
+    const unsigned long long b =
+        static_cast<unsigned long long>(__double_as_longlong(d)) & 0x7fffffffffffffffull;
+    m = b > m ? b : m;
+  }
+  static __device__ __forceinline__ double value(unsigned long long m) {
+    return __longlong_as_double(static_cast<long long>(m));
+  }
+};
+
 // A block shape: TX×TY output cells per tile, kThreads threads, C adjacent columns per thread, at most
 // kItems (column group, row band) items per thread and sweep.
-template <typename T, int TX_, int TY_, int Threads, int Items = 1, int C_ = 2>
+template <typename T, int TX_, int TY_, int Threads, int Items = 1, int C_ = 2, bool HaloResidual_ = true,
+          bool StaticSweeps_ = true, bool BitsMax_ = true>
 struct FastShape {
   static constexpr int TX = TX_, TY = TY_, kThreads = Threads, kItems = Items, C = C_;
+  // Three flags, on in every shipped shape; the harness keeps the kernel without them (issue 34,
+  // bench/dev/stencil/NOTES.md "Third round").
+  // HaloResidual: the residual takes every valid cell of a sweep, the halo's included. A valid halo
+  // cell is a bitwise copy of the cell its owner block computes (same inputs, same summation order),
+  // so the max is the same; only the last group's columns past the valid region (stale values) are
+  // left out, and the per-row ownership test goes.
+  static constexpr bool HaloResidual = HaloResidual_;
+  // StaticSweeps: the sweep loop is unrolled over its S sweeps, so each sweep's column groups, band
+  // length and item split are constants; with the loop rolled they are run-time divisions (four a
+  // sweep, ~25 instructions each, a sixth of all instructions issued).
+  static constexpr bool StaticSweeps = StaticSweeps_;
+  // BitsMax (double only): the residual is the max of |new − old|'s bit patterns as 64-bit integers
+  // (they order like the values, NaN above +inf) on the integer pipes, instead of two DSETPs, an |·|
+  // DADD and two selects on and around the float64 pipe.
+  static constexpr bool BitsMax = BitsMax_;
   static constexpr int W = TX + 2 * kMaxPassSweeps, H = TY + 2 * kMaxPassSweeps;
   // Two W×H buffers, each followed by the C − 2 cells (padded to 16 bytes) that the last group of
   // its last row reads past its end: W − 2s need not be a multiple of C, and those cells only feed
@@ -151,15 +189,18 @@ struct RowIO<double, 2> {
 
 // One thread's column group for one sweep: output columns p..p+C−1, rows [q0, q1) of dst, from rows
 // q0..q1+1 and columns p..p+C+1 of src, holding three rows of C + 2 cells in registers. The
-// residual covers the owned rows [ownLo, ownLo + rowsOwned) and owned columns only.
-template <typename T, int W, int C>
+// residual covers the owned rows [ownLo, ownLo + rowsOwned) and owned columns only, or with
+// HaloResidual every column left of validCols (the sweep's valid region) in every row.
+template <typename T, int W, int C, bool HaloResidual = false, class R = ResidualMax<T, false>>
 __device__ __forceinline__ void sweepColumns(const Weights<T>& w, const T* __restrict__ src,
                                              T* __restrict__ dst, int p, int q0, int q1, int ownLo,
-                                             int rowsOwned, int colsOwned, T& m) {
+                                             int rowsOwned, int colsOwned, typename R::type& m,
+                                             int validCols = 0) {
   bool owned[C];
 #pragma unroll
   for (int j = 0; j < C; ++j)
-    owned[j] = static_cast<unsigned>(p + j - ownLo) < static_cast<unsigned>(colsOwned);
+    owned[j] = HaloResidual ? p + j < validCols
+                            : static_cast<unsigned>(p + j - ownLo) < static_cast<unsigned>(colsOwned);
   const T* in = src + q0 * W + p;
   T* out = dst + q0 * W + p;
   // Output row q from window rows x (q), y (q + 1), z (q + 2); y holds the old values.
@@ -170,10 +211,10 @@ __device__ __forceinline__ void sweepColumns(const Weights<T>& w, const T* __res
       v[j] = applyWeights(w, x[j], x[j + 1], x[j + 2], y[j], y[j + 1], y[j + 2], z[j], z[j + 1], z[j + 2]);
     RowIO<T, C>::store(out, v);
     out += W;
-    const bool ownedRow = static_cast<unsigned>(q - ownLo) < static_cast<unsigned>(rowsOwned);
+    const bool ownedRow = HaloResidual || static_cast<unsigned>(q - ownLo) < static_cast<unsigned>(rowsOwned);
 #pragma unroll
     for (int j = 0; j < C; ++j)
-      if (ownedRow && owned[j]) m = maxAbsKeepNaN(m, v[j] - y[j + 1]);
+      if (ownedRow && owned[j]) R::add(m, v[j] - y[j + 1]);
   };
   T a[C + 2], b[C + 2], c[C + 2];
   RowIO<T, C>::load(in, a);
@@ -302,7 +343,11 @@ __global__ void __launch_bounds__(Shape::kThreads)
     copyWait<0>();
     __syncthreads();
 
-    for (int s = 1; s <= n; ++s) {
+    using R = ResidualMax<T, Shape::BitsMax>;
+    // StaticSweeps: the bound is the constant S, so the loop unrolls and each sweep's shape folds.
+#pragma unroll
+    for (int s = 1; s <= (Shape::StaticSweeps ? S : n); ++s) {
+      if (Shape::StaticSweeps && s > n) break;
       const T* src = buf(cur);
       T* dst = buf(cur ^ 1);
       // Sweep s computes rows [0, H − 2s) and columns [0, W − 2s) (in shifted coordinates), the
@@ -312,13 +357,14 @@ __global__ void __launch_bounds__(Shape::kThreads)
       const int band = (height + bands - 1) / bands;
       const int items = groups * ((height + band - 1) / band);
       const int lo = S - s;  // the owned cells' first row and column after s shifts
-      T m = 0;
+      typename R::type mr = 0;
       for (int k = tid; k < items; k += kThreads) {
         const int b = k / groups, q0 = b * band;
-        sweepColumns<T, W, C>(w, src, dst, C * (k - b * groups), q0, min(q0 + band, height), lo, rowsOwned,
-                              colsOwned, m);
+        sweepColumns<T, W, C, Shape::HaloResidual, R>(w, src, dst, C * (k - b * groups), q0,
+                                                      min(q0 + band, height), lo, rowsOwned, colsOwned, mr,
+                                                      W - 2 * s);
       }
-      m = warpReduce<MaxKeepNaNOp>(m);
+      T m = warpReduce<MaxKeepNaNOp>(R::value(mr));
       if (lane == 0) warpMax[warp][s - 1] = maxKeepNaN(warpMax[warp][s - 1], m);
       __syncthreads();
       cur ^= 1;
@@ -349,9 +395,10 @@ __global__ void __launch_bounds__(Shape::kThreads)
 #endif
 
 // ---------------------------------------------------------------------------------------------
-// fast's kernels, one per block shape. Entries 0–2 are shipped: the first whose shared memory the
-// device lets a block opt in to runs (entry 0, ~115 KB: two blocks per SM on sm_90, one on sm_80;
-// entry 1, 80–92 KB, for sm_86/sm_89's 99 KB; entry 2, at most 48 KB, for the rest). The harness
+// fast's kernels, one per block shape. Entries 0–3 are shipped: the first whose shared memory the
+// device lets a block opt in to runs (entry 0, 196–215 KB: one block of 16 warps per SM, sm_90's
+// 227 KB; entry 1, ~115 KB: two blocks of 8 warps per SM on sm_90, one on sm_80's 163 KB; entry 2,
+// 80–92 KB, for sm_86/sm_89's 99 KB; entry 3, at most 48 KB, for the rest). The harness
 // (bench/dev/stencil) compiles this file with -DCK_TUNING_VARIANTS for the shapes it compares.
 
 template <typename T, class Shape>
@@ -363,29 +410,44 @@ FastKernel<T> fastKernel(const char* name) {
 template <typename T>
 FastKernel<T> fastKernelAt(int i);
 
-// Entries 0: 112×96 (float, 4 columns a thread) and 96×48 (double, 2 columns) were the fastest at
-// 8192² and 16384² on the H100 (bench/dev/stencil/NOTES.md); both keep two blocks (16 warps) per SM.
-// Entries 1 and 2 stand in on devices with less shared memory; neither was measured on one (see
-// NOTES.md for their H100 figures). The other shapes stay for the harness.
+// Entries 0: 224×96 (float, 4 columns a thread) and 96×96 (double, 2 columns), 512 threads, were the
+// fastest at 8192² and 16384² on the H200 with the three flags (bench/dev/stencil/NOTES.md, third
+// round): their larger tiles recompute less halo (10% and 13% of the cells computed are halo, against
+// 13% and 19% for entries 1). Entries 1 (the entries 0 until issue 34) run where 196 KB does not
+// fit; entries 2 and 3 stand in on devices with less shared memory, measured on none (NOTES.md has
+// their H100 figures). The other shapes stay for the harness.
 template <>
 FastKernel<float> fastKernelAt<float>(int i) {
   switch (i) {
-    case 0: return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4>>("112x96 256thr 4col");
-    case 1: return fastKernel<float, FastShape<float, 128, 64, 256, 1, 4>>("128x64 256thr 4col");
-    case 2: return fastKernel<float, FastShape<float, 64, 32, 256>>("64x32 256thr");
+    case 0: return fastKernel<float, FastShape<float, 224, 96, 512, 1, 4>>("224x96 512thr 4col");
+    case 1: return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4>>("112x96 256thr 4col");
+    case 2: return fastKernel<float, FastShape<float, 128, 64, 256, 1, 4>>("128x64 256thr 4col");
+    case 3: return fastKernel<float, FastShape<float, 64, 32, 256>>("64x32 256thr");
 #ifdef CK_TUNING_VARIANTS
-    case 3: return fastKernel<float, FastShape<float, 160, 64, 256, 1, 4>>("160x64 256thr 4col");
-    case 4: return fastKernel<float, FastShape<float, 112, 96, 256>>("112x96 256thr");
-    case 5: return fastKernel<float, FastShape<float, 160, 64, 256>>("160x64 256thr");
-    case 6: return fastKernel<float, FastShape<float, 112, 96, 256, 2, 4>>("112x96 256thr 4col 2items");
+    // Entry 1 without the three flags (the kernel until issue 34), and with one of them off.
+    case 4:
+      return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4, false, false>>(
+          "112x96 256thr 4col before");
+    case 5:
+      return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4, true, false>>("112x96 256thr 4col halo");
+    case 6:
+      return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4, false, true>>(
+          "112x96 256thr 4col static");
     case 7:
+      return fastKernel<float, FastShape<float, 224, 96, 512, 1, 4, false, false>>(
+          "224x96 512thr 4col before");
+    case 8: return fastKernel<float, FastShape<float, 160, 64, 256, 1, 4>>("160x64 256thr 4col");
+    case 9: return fastKernel<float, FastShape<float, 112, 96, 256>>("112x96 256thr");
+    case 10: return fastKernel<float, FastShape<float, 112, 96, 256, 2, 4>>("112x96 256thr 4col 2items");
+    case 11: return fastKernel<float, FastShape<float, 112, 96, 320, 1, 4>>("112x96 320thr 4col");
+    case 12:
       return {"v1 128x64",
               stencil_fast_v1_kernel<float, true>,
               dim3(kV1ThreadsX, kV1ThreadsY),
               v1SharedBytes<float, true>(),
               V1Shape<float, true>::TX,
               V1Shape<float, true>::TY};
-    case 8:
+    case 13:
       return {"v1 64x32",
               stencil_fast_v1_kernel<float, false>,
               dim3(kV1ThreadsX, kV1ThreadsY),
@@ -400,22 +462,39 @@ FastKernel<float> fastKernelAt<float>(int i) {
 template <>
 FastKernel<double> fastKernelAt<double>(int i) {
   switch (i) {
-    case 0: return fastKernel<double, FastShape<double, 96, 48, 256>>("96x48 256thr");
-    case 1: return fastKernel<double, FastShape<double, 64, 48, 256>>("64x48 256thr");
-    case 2: return fastKernel<double, FastShape<double, 32, 32, 256>>("32x32 256thr");
+    case 0: return fastKernel<double, FastShape<double, 96, 96, 512>>("96x96 512thr");
+    case 1: return fastKernel<double, FastShape<double, 96, 48, 256>>("96x48 256thr");
+    case 2: return fastKernel<double, FastShape<double, 64, 48, 256>>("64x48 256thr");
+    case 3: return fastKernel<double, FastShape<double, 32, 32, 256>>("32x32 256thr");
 #ifdef CK_TUNING_VARIANTS
-    case 3: return fastKernel<double, FastShape<double, 96, 96, 512>>("96x96 512thr");
-    case 4: return fastKernel<double, FastShape<double, 72, 64, 256>>("72x64 256thr");
-    case 5: return fastKernel<double, FastShape<double, 64, 64, 256>>("64x64 256thr");
-    case 6: return fastKernel<double, FastShape<double, 96, 48, 256, 2>>("96x48 256thr 2items");
+    // Entry 1 without the three flags (the kernel until issue 34), and with some of them off.
+    case 4:
+      return fastKernel<double, FastShape<double, 96, 48, 256, 1, 2, false, false, false>>(
+          "96x48 256thr before");
+    case 5:
+      return fastKernel<double, FastShape<double, 96, 48, 256, 1, 2, true, false, false>>(
+          "96x48 256thr halo");
+    case 6:
+      return fastKernel<double, FastShape<double, 96, 48, 256, 1, 2, true, true, false>>(
+          "96x48 256thr halo static");
     case 7:
+      return fastKernel<double, FastShape<double, 96, 48, 256, 1, 2, true, false, true>>(
+          "96x48 256thr halo bits");
+    case 8:
+      return fastKernel<double, FastShape<double, 96, 96, 512, 1, 2, false, false, false>>(
+          "96x96 512thr before");
+    case 9: return fastKernel<double, FastShape<double, 72, 64, 256>>("72x64 256thr");
+    case 10: return fastKernel<double, FastShape<double, 64, 64, 256>>("64x64 256thr");
+    case 11: return fastKernel<double, FastShape<double, 112, 40, 256>>("112x40 256thr");
+    case 12: return fastKernel<double, FastShape<double, 96, 48, 320>>("96x48 320thr");
+    case 13:
       return {"v1 64x64",
               stencil_fast_v1_kernel<double, true>,
               dim3(kV1ThreadsX, kV1ThreadsY),
               v1SharedBytes<double, true>(),
               V1Shape<double, true>::TX,
               V1Shape<double, true>::TY};
-    case 8:
+    case 14:
       return {"v1 32x32",
               stencil_fast_v1_kernel<double, false>,
               dim3(kV1ThreadsX, kV1ThreadsY),
@@ -435,7 +514,7 @@ cudaError_t prepareFast(int device, int sms, const Problem& pb, const T* in, con
   if (err != cudaSuccess) return err;
   if (variant < 0) {
     variant = 0;
-    while (variant < 2 && fastKernelAt<T>(variant).sharedBytes > static_cast<size_t>(optin)) ++variant;
+    while (variant < 3 && fastKernelAt<T>(variant).sharedBytes > static_cast<size_t>(optin)) ++variant;
   }
   FastKernel<T>& fast = plan->kernel;
   fast = fastKernelAt<T>(variant);

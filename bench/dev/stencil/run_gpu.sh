@@ -24,7 +24,7 @@ for step in ${STEPS:-harness test bench}; do
       for tool in memcheck racecheck; do
         # racecheck did not finish --small in 100, 120 or 150 s (H100, 447ae06 and 6224db7): it gets --race.
         set_=--small; [ $tool = racecheck ] && set_=--race
-        timeout ${T_SAN:-120} compute-sanitizer --tool $tool --error-exitcode 86 "$HARNESS" --no-time $set_ --variants 0,1,2 \
+        timeout ${T_SAN:-120} compute-sanitizer --tool $tool --error-exitcode 86 "$HARNESS" --no-time $set_ --variants 0,1,2,3 \
           > "$OUT/$tool.log" 2>&1
         echo "compute-sanitizer $tool: exit $? ($(grep -E '^checks|ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tr '\n' ' '))"
       done
