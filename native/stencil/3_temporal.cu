@@ -3,10 +3,10 @@
 // 8 sweeps reads and writes the grid once instead of 8 times, and keeps every sweep's residual exact
 // so that run.cu can replay a pass that converged midway.
 //
-// H100, 100 sweeps of box9 (bench/results, commit 447ae06): float32 8192² 8.02 ms (6694 GB/s
-// effective; tiled 72.90 ms), 16384² 29.78 ms (7210 GB/s); float64 8192² 16.51 ms (6502 GB/s); a
-// device copy moves about 2976 GB/s. Its rate against a 1 GiB copy, from the pair protocol, is in
-// bench/results/README.md.
+// H100, 100 sweeps of box9 (bench/results, commit 1ccf670): float32 8192² 6.49 ms (8268 GB/s
+// effective; tiled 73.49 ms), 16384² 23.20 ms (9257 GB/s); float64 8192² 12.69 ms (8463 GB/s); a
+// device copy moves about 2950 GB/s (the H200's about 4100 GB/s, where the same kernel takes about as
+// long). Its rate against a 1 GiB copy, from the pair protocol, is in bench/results/README.md.
 //
 // fast: temporal blocking. A block loads a (TY + 2S)×(TX + 2S) tile — its TY×TX output cells plus an
 // S-cell halo — once, then runs up to S sweeps between two shared-memory buffers. Sweep s is valid
@@ -27,9 +27,17 @@
 //   nearly empty 32-column strip, and long bands keep the two rows each band loads first cheap.
 // - The tile's rows are copied with cp.async, one warp a row and one wrapped index per row and per
 //   lane; the next tile's copies are in flight while this tile's results are written out.
-// - The residual is the max over the output cells only (the halo repeats other blocks' cells), one
-//   predicated |new − old| max per cell; each warp keeps its per-sweep maxima in shared memory, and
-//   the block publishes one atomic per sweep at the end.
+// - The residual is one |new − old| max per computed cell, the halo's included: a valid halo cell is
+//   a bitwise copy of the cell its owner computes, so the max is the same, and no cell needs an
+//   ownership test (float64: the max of the bit patterns, on the integer pipes). Each warp keeps its
+//   per-sweep maxima in shared memory, and the block publishes one atomic per sweep at the end.
+// What took 18-23% off its time at 8192² (issue 34, the NOTES' third round; ncu counted 22-23
+// instructions per computed float32 cell, of which the row loop issues about 14):
+// - The sweep loop is unrolled over its 8 sweeps, so each sweep's column groups, bands and item split
+//   are constants instead of four run-time integer divisions per sweep.
+// - The residual as above, instead of an ownership test per row and column.
+// - Where 210 KB of shared memory fits (sm_90), 512 threads on a larger tile, one block per SM: 10%
+//   (float) and 13% (double) of the cells computed are halo, against 13% and 19%.
 // Bench method: fast
 #include <cstdint>
 
