@@ -17,10 +17,16 @@ const SHAPES: readonly [number, number][] = [
   // in `fast`) and a multiple of 4 (16-byte loads).
   [150, 301],
   [97, 276],
-  // Around the tiles of `fast` (float 112×96, double 96×48): a second tile row and column that own
-  // a single row/column (odd cols, scalar loads), and several tiles each way with 16-byte loads.
+  // Around the tiles of `fast`: a second (and third) tile column that owns a single column (odd cols,
+  // scalar loads) or four (16-byte loads), and a second tile row that owns one row. On sm_90 the
+  // tiles are float 224×96 and double 104×96; elsewhere float 112×96 and double 96×48.
   [97, 113],
   [200, 228],
+  [97, 225],
+  [97, 449],
+  [97, 105],
+  [97, 209],
+  [130, 108],
 ];
 
 function hostGrid(dtype: FloatDtype, n: number, seed: number): Float32Array | Float64Array {

@@ -27,11 +27,11 @@
 //   nearly empty 32-column strip, and long bands keep the two rows each band loads first cheap.
 // - The tile's rows are copied with cp.async, one warp a row and one wrapped index per row and per
 //   lane; the next tile's copies are in flight while this tile's results are written out.
-// - The residual is one |new − old| max per computed cell, the halo's included: a valid halo cell is
-//   a bitwise copy of the cell its owner computes, so the max is the same, and no cell needs an
-//   ownership test (float64: the max of the bit patterns, on the integer pipes). Each warp keeps its
+// - The residual is one |new − old| max per valid computed cell, the halo's included: a valid halo
+//   cell is a bitwise copy of the cell its owner computes, so the max is the same, and no cell needs
+//   an ownership test (float64: the max of the bit patterns, on the integer pipes). Each warp keeps its
 //   per-sweep maxima in shared memory, and the block publishes one atomic per sweep at the end.
-// What took 18-23% off its time at 8192² (issue 34, the NOTES' third round; ncu counted 22-23
+// What took 18-24% off its time at 8192² (issue 34, the NOTES' third round; ncu counted about 21
 // instructions per computed float32 cell, of which the row loop issues about 14):
 // - The sweep loop is unrolled over its 8 sweeps, so each sweep's column groups, bands and item split
 //   are constants instead of four run-time integer divisions per sweep.
@@ -142,7 +142,7 @@ struct FastShape {
   static constexpr bool HaloResidual = HaloResidual_;
   // StaticSweeps: the sweep loop is unrolled over its S sweeps, so each sweep's column groups, band
   // length and item split are constants; with the loop rolled they are run-time divisions (four a
-  // sweep, ~25 instructions each, a sixth of all instructions issued).
+  // sweep, ~25 instructions each, about a seventh of all instructions issued).
   static constexpr bool StaticSweeps = StaticSweeps_;
   // BitsMax (double only): the residual is the max of |new − old|'s bit patterns as 64-bit integers
   // (they order like the values, NaN above +inf) on the integer pipes, instead of two DSETPs, an |·|

@@ -31,8 +31,9 @@ for step in ${STEPS:-harness test bench}; do
       ;;
     sass)
       cuobjdump -sass "$HARNESS" > /tmp/sass-all.txt 2>&1
-      # The shipped shapes' kernels only.
-      awk '/Function : .*stencil_fast_kernelI.*FastShapeI(fLi160ELi64|dLi64ELi64)ELi256ELi1ELi2E/{p=1} /Function : /&&!/FastShapeI(fLi160ELi64|dLi64ELi64)ELi256ELi1ELi2E/{p=0} p' /tmp/sass-all.txt > "$OUT/sass.txt"
+      # The kernels of the shipped entries 0 (float 224×96, double 104×96, 512 threads, the three flags).
+      k='FastShapeI(fLi224ELi96ELi512ELi1ELi4|dLi104ELi96ELi512ELi1ELi2)ELb1ELb1ELb1E'
+      awk -v k="$k" '/Function : /{p = $0 ~ ("stencil_fast_kernelI.*" k)} p' /tmp/sass-all.txt > "$OUT/sass.txt"
       echo "sass: $(wc -l < "$OUT/sass.txt") lines"
       ;;
     ncu)

@@ -160,7 +160,11 @@ static void checkAll() {
   std::mt19937_64 rng(20261124);
   const long long shapes[][2] = {{1, 1},     {1, 9},    {9, 1},       {8, 8},      {16, 16},    {31, 17},
                                  {150, 301}, {97, 276}, {257, 263},   {100, 1024}, {81, 80},    {79, 84},
-                                 {64, 128},  {65, 129}, {1000, 1000}, {513, 2049}, {2048, 2048}};
+                                 {64, 128},  {65, 129}, {1000, 1000}, {513, 2049}, {2048, 2048},
+                                 // A last tile column owning one column (odd) or four, for the sm_90
+                                 // tiles (float 224 wide, double 104) and the others (112, 96).
+                                 {97, 225},  {97, 449}, {97, 105},    {97, 209},   {130, 108},  {193, 233},
+                                 {1, 225},   {97, 97}};
   for (Dtype dtype : dtypes) {
     const std::vector<int> variants = variantsFor(dtype);
     const char* dn = dtype == Dtype::Float32 ? "float32" : "float64";
@@ -342,6 +346,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--no-time")
       time = false;
+    else if (a == "--small")
+      small = true;
     else if (a == "--race")
       race = small = true;
     else if (a == "--no-check")
