@@ -432,7 +432,8 @@ FastKernel<float> fastKernelAt<float>(int i) {
     case 2: return fastKernel<float, FastShape<float, 128, 64, 256, 1, 4>>("128x64 256thr 4col");
     case 3: return fastKernel<float, FastShape<float, 64, 32, 256>>("64x32 256thr");
 #ifdef CK_TUNING_VARIANTS
-    // Entry 1 without the three flags (the kernel until issue 34), and with one of them off.
+    // Entry 1 without the three flags (the kernel until issue 34), with one of them off, and entry 0
+    // without them.
     case 4:
       return fastKernel<float, FastShape<float, 112, 96, 256, 1, 4, false, false>>(
           "112x96 256thr 4col before");
@@ -475,7 +476,8 @@ FastKernel<double> fastKernelAt<double>(int i) {
     case 2: return fastKernel<double, FastShape<double, 64, 48, 256>>("64x48 256thr");
     case 3: return fastKernel<double, FastShape<double, 32, 32, 256>>("32x32 256thr");
 #ifdef CK_TUNING_VARIANTS
-    // Entry 1 without the three flags (the kernel until issue 34), and with some of them off.
+    // Entry 1 without the three flags (the kernel until issue 34), with some of them off, and entry 0
+    // without them.
     case 4:
       return fastKernel<double, FastShape<double, 96, 48, 256, 1, 2, false, false, false>>(
           "96x48 256thr before");
@@ -489,8 +491,8 @@ FastKernel<double> fastKernelAt<double>(int i) {
       return fastKernel<double, FastShape<double, 96, 48, 256, 1, 2, true, false, true>>(
           "96x48 256thr halo bits");
     case 8:
-      return fastKernel<double, FastShape<double, 96, 96, 512, 1, 2, false, false, false>>(
-          "96x96 512thr before");
+      return fastKernel<double, FastShape<double, 104, 96, 512, 1, 2, false, false, false>>(
+          "104x96 512thr before");
     case 9: return fastKernel<double, FastShape<double, 72, 64, 256>>("72x64 256thr");
     case 10: return fastKernel<double, FastShape<double, 64, 64, 256>>("64x64 256thr");
     case 11: return fastKernel<double, FastShape<double, 112, 40, 256>>("112x40 256thr");
