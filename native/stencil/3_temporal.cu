@@ -199,11 +199,11 @@ struct RowIO<double, 2> {
 // q0..q1+1 and columns p..p+C+1 of src, holding three rows of C + 2 cells in registers. The
 // residual covers the owned rows [ownLo, ownLo + rowsOwned) and owned columns only, or with
 // HaloResidual every column left of validCols (the sweep's valid region) in every row.
-template <typename T, int W, int C, bool HaloResidual = false, class R = ResidualMax<T, false>>
+template <typename T, int W, int C, bool HaloResidual, class R>
 __device__ __forceinline__ void sweepColumns(const Weights<T>& w, const T* __restrict__ src,
                                              T* __restrict__ dst, int p, int q0, int q1, int ownLo,
                                              int rowsOwned, int colsOwned, typename R::type& m,
-                                             int validCols = 0) {
+                                             int validCols) {
   bool owned[C];
 #pragma unroll
   for (int j = 0; j < C; ++j)
