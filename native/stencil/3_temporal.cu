@@ -577,6 +577,7 @@ int fastVariantCount(Dtype dtype) {
   return n;
 }
 const char* fastVariantName(Dtype dtype, int v) {
+  if (v < 0) return "auto";
   const char* name = dtype == Dtype::Float64 ? fastKernelAt<double>(v).name : fastKernelAt<float>(v).name;
   return name ? name : "?";
 }

@@ -5,7 +5,8 @@
 //   ./stencil_harness --no-time    checks only
 //   ./stencil_harness --no-time --small --variants 0,1    small grids (under compute-sanitizer)
 //   ./stencil_harness --no-time --race --variants 0,1     a few grids (under racecheck)
-//   ./stencil_harness --reps 5 --sizes 4096,8192,16384 --variants 0,2 --dtype float32
+//   ./stencil_harness --reps 5 --sizes 4096,8192,2048x16384 --variants -1,0,2 --dtype float32
+//                                                 (-1: the entry fast picks; RxC: R rows, C columns)
 //
 // Every shape is checked bit for bit against the `tiled` method (same summation order, so the grids,
 // sweep counts and residuals must be identical): odd and tiny sizes, several sweep counts, random
@@ -151,6 +152,8 @@ static bool race = false;
 
 static std::vector<int> variantsFor(Dtype dtype) {
   std::vector<int> v;
+  // −1 in --variants: `fast` as the package runs it (prepareFast picks the entry).
+  if (std::find(wanted.begin(), wanted.end(), -1) != wanted.end()) v.push_back(-1);
   for (int i = 0; i < cs::detail::fastVariantCount(dtype); ++i)
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), i) != wanted.end()) v.push_back(i);
   return v;
@@ -264,7 +267,7 @@ static double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-static void timeAll(const std::vector<long long>& sizes, int reps) {
+static void timeAll(const std::vector<std::pair<long long, long long>>& sizes, int reps) {
   const int sweeps = 100;
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
@@ -280,12 +283,13 @@ static void timeAll(const std::vector<long long>& sizes, int reps) {
     const std::vector<int> variants = variantsFor(dtype);
     const char* dn = dtype == Dtype::Float32 ? "float32" : "float64";
     const size_t elem = dtype == Dtype::Float32 ? 4 : 8;
-    for (long long side : sizes) {
-      const long long n = side * side;
+    for (const auto& [rowsT, colsT] : sizes) {
+      const long long n = rowsT * colsT;
       Grids g(n, elem);
       fill(rng, dtype, g, n);
       cs::Problem pb;
-      pb.rows = pb.cols = side;
+      pb.rows = rowsT;
+      pb.cols = colsT;
       std::memcpy(pb.weights, kBox9, sizeof kBox9);
       pb.tolerance = 0;
       pb.maxIterations = sweeps;
@@ -300,7 +304,9 @@ static void timeAll(const std::vector<long long>& sizes, int reps) {
         float t = 0;
         CHECK_CUDA(cudaEventElapsedTime(&t, e0, e1));
         if (rep >= 0) copyMs.push_back(t);
-        for (size_t i = 0; i < variants.size(); ++i) {
+        // The variants' order rotates every repetition, so each follows each of the others.
+        for (size_t j = 0; j < variants.size(); ++j) {
+          const size_t i = (j + static_cast<size_t>(rep + 1)) % variants.size();
           cs::Result r;
           CHECK_CUDA(cudaEventRecord(e0));
           CHECK_CUDA(cs::detail::runFastVariant(variants[i], dtype, g.in, g.a, g.b, pb, 0, &r));
@@ -313,7 +319,7 @@ static void timeAll(const std::vector<long long>& sizes, int reps) {
         }
       }
       const double copyRate = 2.0 * copyBytes / (median(copyMs) * 1e-3) / 1e9;
-      std::printf("%s %lldx%lld: copy 1GiB %.1f GB/s (%.3f ms)\n", dn, side, side, copyRate, median(copyMs));
+      std::printf("%s %lldx%lld: copy 1GiB %.1f GB/s (%.3f ms)\n", dn, rowsT, colsT, copyRate, median(copyMs));
       for (size_t i = 0; i < variants.size(); ++i) {
         const double med = median(ms[i]);
         const double lo = *std::min_element(ms[i].begin(), ms[i].end());
@@ -338,10 +344,23 @@ static std::vector<long long> parseList(const char* s) {
   return v;
 }
 
+// --sizes: N (an N×N grid) or RxC (R rows, C columns), comma-separated.
+static std::vector<std::pair<long long, long long>> parseShapes(const char* s) {
+  std::vector<std::pair<long long, long long>> v;
+  for (const char* p = s; *p;) {
+    const long long r = std::strtoll(p, const_cast<char**>(&p), 10);
+    long long c = r;
+    if (*p == 'x') c = std::strtoll(p + 1, const_cast<char**>(&p), 10);
+    v.emplace_back(r, c);
+    if (*p == ',') ++p;
+  }
+  return v;
+}
+
 int main(int argc, char** argv) {
   bool time = true, check = true;
   int reps = 5;
-  std::vector<long long> sizes = {4096, 8192, 16384};
+  std::vector<std::pair<long long, long long>> sizes = {{4096, 4096}, {8192, 8192}, {16384, 16384}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-time")
@@ -355,7 +374,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps" && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else if (a == "--sizes" && i + 1 < argc)
-      sizes = parseList(argv[++i]);
+      sizes = parseShapes(argv[++i]);
     else if (a == "--dtype" && i + 1 < argc)
       dtypes = {std::string(argv[++i]) == "float64" ? Dtype::Float64 : Dtype::Float32};
     else if (a == "--variants" && i + 1 < argc)
