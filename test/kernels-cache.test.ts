@@ -74,6 +74,9 @@ function makeCache(
 }
 
 const entries = () => fs.readdirSync(dir).filter((f) => f.endsWith('.ckbin'));
+/** node:fs as the cache's require sees it, whose functions jest can spy on (an import's namespace is sealed). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const fsModule = () => require('node:fs') as typeof fs;
 const leftovers = () => fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'));
 
 describe('the key', () => {
@@ -186,6 +189,35 @@ describe('the key', () => {
     const r = cache.get(request({ source: '#define H "x.h"\n#include H\n' + SAXPY }));
     expect(r.from).toBe('compiled');
     expect(entries()).toEqual([]);
+  });
+});
+
+describe('quoted #includes beside the source (NVRTC looks in the folder of options.name first)', () => {
+  test('editing a header beside a source named with a folder changes the key', () => {
+    const src = path.join(dir, 'src');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, 'params.h'), '#define SCALE 2.0f\n');
+    const { cache, compiler } = makeCache();
+    const req = request({ source: '#include "params.h"\n' + SAXPY, name: path.join(src, 'k.cu') });
+    const before = cache.keyOf(req, compiler.load());
+    fs.writeFileSync(path.join(src, 'p.tmp'), '#define SCALE 3.0f\n');
+    fs.renameSync(path.join(src, 'p.tmp'), path.join(src, 'params.h'));
+    expect(cache.keyOf(req, compiler.load())).not.toBe(before);
+    // And it is on disk: found, so the entry may be kept.
+    expect(cache.get(req).from).toBe('compiled');
+    expect(entries()).toHaveLength(1);
+  });
+
+  test('a quoted #include the scan found nowhere keeps the compiled code in memory only', async () => {
+    const { cache } = makeCache();
+    const req = request({ source: '#include "only_nvrtc_knows.h"\n' + SAXPY });
+    expect(cache.get(req).from).toBe('compiled');
+    expect(cache.get(req).from).toBe('memory');
+    expect((await cache.getAsync(request({ ...req, source: req.source + '//a' }))).from).toBe('compiled');
+    expect(entries()).toEqual([]);
+    // An angle-bracket one NVRTC may have built in (the toolkit folder absent) is cached by name.
+    cache.get(request({ source: '#include <cuda_fp16.h>\n' + SAXPY }));
+    expect(entries()).toHaveLength(1);
   });
 });
 
@@ -721,6 +753,48 @@ describe('size bound and clearing', () => {
     for (let i = 0; i < 200 && fs.statSync(refreshed).mtimeMs === before; i++)
       await new Promise((r) => setTimeout(r, 10));
     expect(fs.statSync(refreshed).mtimeMs).toBeGreaterThan(before);
+  });
+
+  test('getAsync scans the folder for the bound off the JS thread, and the bound still holds', async () => {
+    const size = entryBytes();
+    const junk = Buffer.alloc(size);
+    const old = new Date(Date.now() - 3600_000);
+    for (let i = 0; i < 2000; i++) {
+      const f = path.join(dir, `${i.toString(16).padStart(64, '0')}.ckbin`);
+      fs.writeFileSync(f, junk);
+      fs.utimesSync(f, old, old);
+    }
+    const { cache } = makeCache({}, { maxBytes: 1000 * size });
+    const stat = jest.spyOn(fsModule(), 'statSync');
+    let key: string | undefined;
+    try {
+      const r = await cache.getAsync(request({ source: SAXPY + '//async' }));
+      expect(r.from).toBe('compiled');
+      key = r.key!;
+      // No synchronous stat per entry of the folder (there are 2001).
+      expect(stat.mock.calls.length).toBeLessThan(20);
+    } finally {
+      stat.mockRestore();
+    }
+    await cache.scanning;
+    expect(entries().length).toBeLessThanOrEqual(1000);
+    expect(entries()).toContain(`${key}.ckbin`); // the newest stays
+  });
+
+  test('get() scans the folder on its first write, then when its own writes may pass the bound', () => {
+    const { cache } = makeCache({}, { maxBytes: 1 << 30 });
+    const readdir = jest.spyOn(fsModule(), 'readdirSync');
+    try {
+      for (let i = 0; i < 10; i++) cache.get(request({ source: SAXPY + `//w${i}` }));
+      expect(readdir).toHaveBeenCalledTimes(1);
+    } finally {
+      readdir.mockRestore();
+    }
+    // Another process's writes are seen by a later scan: a small bound evicts at the next write past it.
+    const size = entryBytes();
+    const small = makeCache({}, { maxBytes: 12 * size }).cache;
+    for (let i = 0; i < 3; i++) small.get(request({ source: SAXPY + `//x${i}` }));
+    expect(entries().length).toBeLessThanOrEqual(12);
   });
 
   /** Lookups in a new process (test/harness/kernel-cache-hits.ts) run in `cwd`, which then exits by itself. */

@@ -592,6 +592,87 @@ __global__ void scale(T* x, T a, long long n) {
     expect(host[n - 1]).toBe(0);
   });
 
+  test('static shared memory plus dynamic past 48 KiB less the static is granted too (opted in)', () => {
+    const k = ck
+      .compile(
+        `extern "C" __global__ void both(float* out, int n) {
+  __shared__ float fixed[4096];      // 16 KiB static
+  extern __shared__ float dyn[];     // sharedMem bytes
+  for (int i = threadIdx.x; i < 4096; i += blockDim.x) fixed[i] = 1.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) dyn[i] = 2.0f + i;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = fixed[i % 4096] + dyn[n - 1 - i];
+}`,
+      )
+      .kernel('both');
+    expect(k.attributes().sharedSizeBytes).toBe(16384);
+    // 40 KiB: under 48 KiB, over 48 − 16 (the kernel's own limit until it opts in).
+    for (const bytes of [40 * 1024, 32 * 1024]) {
+      const n = bytes / 4;
+      using out = ck.empty('float32', n);
+      k.launch({ grid: 1, block: 256, sharedMem: bytes }, out, n);
+      const host = out.toHostSync();
+      expect([host[0], host[n - 1]]).toEqual([3 + (n - 1), 3]);
+    }
+  });
+
+  test('typed arrays for a pointee named by a typedef or options.defines, checked and computed', () => {
+    const src = `typedef double real;
+extern "C" __global__ void twice(const real* x, real* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2 * x[i];
+}`;
+    const k = ck.compile(src).kernel('twice');
+    using x = ck.upload(Float64Array.from([1.5, -2.25, 1e300]));
+    using y = ck.empty('float64', 3);
+    using wrong = ck.empty('float32', 3);
+    expect(() => k.launch({ grid: 1, block: 32 }, wrong, y, 3)).toThrow(TypeError);
+    k.launch({ grid: 1, block: 32 }, x, y, 3);
+    expect(Array.from(y.toHostSync())).toEqual([3, -4.5, 2e300]);
+    const viaDefine = ck
+      .compile('extern "C" __global__ void set(real* y, real v) { y[threadIdx.x] = v; }', {
+        defines: { real: 'float' },
+      })
+      .kernel('set');
+    expect(() => viaDefine.launch({ grid: 1, block: 3 }, y, 1)).toThrow(TypeError);
+    using f = ck.empty('float32', 3);
+    viaDefine.launch({ grid: 1, block: 3 }, f, 0.5);
+    expect(Array.from(f.toHostSync())).toEqual([0.5, 0.5, 0.5]);
+  });
+
+  test('a quoted #include beside options.name: NVRTC finds it there, and the key follows its edits', () => {
+    const dir = path.join(tmp(), 'src');
+    fs.mkdirSync(dir);
+    const header = path.join(dir, 'scale_by.h');
+    fs.writeFileSync(header, '#define SCALE_BY 2.0f\n');
+    const source = `#include "scale_by.h"\nextern "C" __global__ void scale(float* x) { x[0] *= SCALE_BY; } // ${seed}\n`;
+    const run = () => {
+      const mod = ck.compile(source, { name: path.join(dir, 'scale.cu') });
+      using x = ck.upload(new Float32Array([1]));
+      mod.kernel('scale').launch({ grid: 1, block: 1 }, x);
+      return { from: mod.from, value: x.toHostSync()[0] };
+    };
+    expect(run()).toEqual({ from: 'compiled', value: 2 });
+    fs.writeFileSync(path.join(dir, 'h.tmp'), '#define SCALE_BY 3.0f\n');
+    fs.renameSync(path.join(dir, 'h.tmp'), header);
+    expect(run()).toEqual({ from: 'compiled', value: 3 });
+  });
+
+  test('elementwise prepare(): compiled off the JS thread, then the call compiles nothing', async () => {
+    const k = ck.elementwise({ in: 'T x, T a', out: 'T y', body: `y = a * x; // ${seed} prepare`, name: 'prep' });
+    using x = ck.upload(Float32Array.from([1, 2, 3]));
+    const before = ck.kernelCacheInfo().stats.compiles;
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    await k.prepare(x, 2);
+    clearInterval(timer);
+    expect(ck.kernelCacheInfo().stats.compiles).toBe(before + 1);
+    expect(ticks).toBeGreaterThan(0);
+    using y = k(x, 2) as ck.DeviceArray<'float32'>;
+    expect(Array.from(y.toHostSync())).toEqual([2, 4, 6]);
+    expect(ck.kernelCacheInfo().stats.compiles).toBe(before + 1);
+  });
+
   test('ordered with built-in ops and transfers on one array; timed() measures a user kernel', async () => {
     const n = (1 << 20) + 3; // > 1 MiB, so copyFromAsync stages through the pinned ring
     const add = ck

@@ -5,6 +5,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import fc from 'fast-check';
+
 import type { BufferHandle, KernelHandle } from '../binding';
 import { DeviceArray } from '../lib/array';
 import { parseParam } from '../lib/kernels/ctypes';
@@ -135,6 +137,47 @@ describe('argument checks', () => {
     expect(toBfloat16Bits(1 + 2 ** -8)).toBe(0x3f80); // a tie rounds to even
     expect(toBfloat16Bits(1 + 3 * 2 ** -8)).toBe(0x3f82);
     expect(toBfloat16Bits(NaN) & 0x7fc0).toBe(0x7fc0);
+  });
+
+  test('rounded once: a value just past a tie that float32 rounds onto the tie still rounds away', () => {
+    expect(toHalfBits(1 + 2 ** -11 + 2 ** -40)).toBe(0x3c01);
+    expect(toHalfBits(-(1 + 2 ** -11 + 2 ** -40))).toBe(0xbc01);
+    expect(toHalfBits(1 + 2 ** -11 - 2 ** -40)).toBe(0x3c00);
+    expect(toHalfBits(1 + 3 * 2 ** -11 - 2 ** -40)).toBe(0x3c01); // just below a tie that would round to even (up)
+    expect(toHalfBits(2 ** -25 + 2 ** -60)).toBe(1); // subnormal tie, just above
+    expect(toHalfBits(2 ** -25 - 2 ** -60)).toBe(0);
+    expect(toBfloat16Bits(1 + 2 ** -8 + 2 ** -40)).toBe(0x3f81);
+    expect(toBfloat16Bits(1 + 3 * 2 ** -8 - 2 ** -40)).toBe(0x3f81);
+    expect(toBfloat16Bits(-(1 + 2 ** -8 + 2 ** -40))).toBe(0xbf81);
+  });
+
+  test('half and bfloat16 of any double are the nearest value, ties to even (the neighbours checked)', () => {
+    const half = (h: number) => {
+      const sign = h & 0x8000 ? -1 : 1;
+      const e = (h >> 10) & 0x1f;
+      const m = h & 0x3ff;
+      if (e === 0x1f) return m ? NaN : sign * Infinity;
+      return sign * (e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15));
+    };
+    const bf = (b: number) => new Float32Array(new Uint32Array([b << 16]).buffer)[0];
+    // |v − decode(c)| is the least over c and its two neighbours, and on a tie c's last bit is 0.
+    const nearest = (v: number, c: number, decode: (b: number) => number, top: number) => {
+      const d = Math.abs(v - decode(c));
+      for (const n of [c - 1, c + 1]) {
+        if ((n & top) !== (c & top) || !Number.isFinite(decode(n))) continue; // across the sign, or infinity
+        const dn = Math.abs(v - decode(n));
+        if (dn < d || (dn === d && (c & 1) !== 0)) return false;
+      }
+      return true;
+    };
+    fc.assert(
+      fc.property(fc.double({ min: -65000, max: 65000, noNaN: true }), (v) => nearest(v, toHalfBits(v), half, 0x8000)),
+      { numRuns: 20000 },
+    );
+    fc.assert(
+      fc.property(fc.double({ min: -1e30, max: 1e30, noNaN: true }), (v) => nearest(v, toBfloat16Bits(v), bf, 0x8000)),
+      { numRuns: 20000 },
+    );
   });
 });
 

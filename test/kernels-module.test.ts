@@ -2,8 +2,11 @@
 // without a GPU and without NVRTC: which parameters and which symbol kernel() takes (an extern "C"
 // kernel's kept parameters, a signature, a name expression), and the numbers attributes() and the
 // launch limits take from kernelsGetKernel. test/kernels-gpu.test.ts checks the same on a GPU.
-import type { KernelHandle } from '../binding';
+import type { BufferHandle, KernelHandle } from '../binding';
+import { DeviceArray } from '../lib/array';
+import { elementwise } from '../lib/kernels/elementwise';
 import { compile, type Kernel, kernelCache } from '../lib/kernels/module';
+import { reduction } from '../lib/kernels/reduction';
 import { native } from '../lib/native';
 import { H100_KERNEL_DEVICE_INFO, standInKernelInfo } from './helpers/stand-in-device';
 import { tempDirs } from './helpers/temp-dirs';
@@ -41,6 +44,16 @@ beforeAll(() => {
       code: new TextEncoder().encode(`cubin of ${source}`),
       lowered: expressions.map((e) => `lowered(${e})`),
     })),
+    jest.spyOn(native, 'nvrtcCompileAsync').mockImplementation((source, _name, _options, _hn, _hs, expressions) =>
+      Promise.resolve({
+        ok: true,
+        result: 'NVRTC_SUCCESS',
+        failedCall: '',
+        log: '',
+        code: new TextEncoder().encode(`cubin of ${source}`),
+        lowered: expressions.map((e) => `lowered(${e})`),
+      }),
+    ),
     jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue(H100_KERNEL_DEVICE_INFO),
     jest.spyOn(native, 'kernelsLoad').mockReturnValue({} as never),
     jest
@@ -103,6 +116,80 @@ describe('kernel()', () => {
     gets.length = 0;
     k.launchArguments({ grid: 1, block: 32 }, 1, 2, null, null);
     expect(gets.map((g) => g.symbol)).toEqual(['lowered(saxpy)']);
+  });
+});
+
+describe('arrays for pointees the scan resolves or cannot tell (checked before any launch)', () => {
+  const fake = (dtype: 'float32' | 'float64') =>
+    new DeviceArray({ tag: dtype } as unknown as BufferHandle, dtype, 12, 0);
+  const cfg = { grid: 1, block: 32 };
+
+  test('a float64 array for `const float3* xyz` is refused, from a compile and from the disk', () => {
+    const src = `extern "C" __global__ void norm3(const float3* xyz, float* out, int n) {}\n// ${serial++}\n`;
+    for (const from of ['compiled', 'disk']) {
+      if (from === 'disk') kernelCache().forgetMemory();
+      const mod = compile(src);
+      expect(mod.from).toBe(from);
+      const k = mod.kernel('norm3');
+      expect(() => k.launchArguments(cfg, fake('float64'), fake('float32'), 4)).toThrow(TypeError);
+      expect(() => k.launchArguments(cfg, fake('float32'), fake('float32'), 4)).not.toThrow();
+    }
+  });
+
+  test('options.defines, a source #define and a typedef name the dtype', () => {
+    const viaDefine = compile(`extern "C" __global__ void scale(real* x, int n) { }\n// ${serial++}\n`, {
+      defines: { real: 'double' },
+    }).kernel('scale');
+    expect(() => viaDefine.launchArguments(cfg, fake('float32'), 12)).toThrow(TypeError);
+    expect(() => viaDefine.launchArguments(cfg, fake('float64'), 12)).not.toThrow();
+    const restrict = compile(`#define RESTRICT __restrict__
+extern "C" __global__ void fill(float* RESTRICT x, int n) { }\n// ${serial++}\n`).kernel('fill');
+    expect(() => restrict.launchArguments(cfg, fake('float64'), 12)).toThrow(TypeError);
+  });
+
+  test('an alias it cannot resolve: kernel() is a TypeError that names options.signatures, which then works', () => {
+    const src = `#include "types.h"\nextern "C" __global__ void k(const Particle* p, int n) {}\n// ${serial++}\n`;
+    const mod = compile(src, { headers: { 'types.h': '#pragma once\n' } });
+    expect(() => mod.kernel('k')).toThrow(/Particle.*options\.signatures/);
+    expect(() => mod.kernel('k', 'const void* p, int n').launchArguments(cfg, fake('float64'), 3)).not.toThrow();
+  });
+
+  test('a kernel declared before it is defined can be used', () => {
+    const mod = compile(`extern "C" __global__ void k(float*, int);
+extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }\n// ${serial++}\n`);
+    expect(mod.kernel('k').params.map((p) => p.name)).toEqual(['x', 'n']);
+  });
+});
+
+describe('elementwise and reduction: prepare() compiles off the JS thread, then a call compiles nothing', () => {
+  const fake = (dtype: 'float32' | 'float64', length = 12) =>
+    new DeviceArray({ tag: dtype } as unknown as BufferHandle, dtype, length, 0);
+
+  test('an element-wise kernel', async () => {
+    const sync = native.nvrtcCompile as jest.Mock;
+    const async = native.nvrtcCompileAsync as jest.Mock;
+    const k = elementwise({ in: 'T x, T a', out: 'T y', body: `y = a * x /* ${serial++} */`, name: 'scale' });
+    const [s0, a0] = [sync.mock.calls.length, async.mock.calls.length];
+    await k.prepare(fake('float32'), 2);
+    expect([sync.mock.calls.length - s0, async.mock.calls.length - a0]).toEqual([0, 1]);
+    // A second prepare and the call itself (launched on the stand-in) compile nothing more.
+    await k.prepare(fake('float32'), 3);
+    k(fake('float32'), 2, { out: fake('float32') });
+    expect([sync.mock.calls.length - s0, async.mock.calls.length - a0]).toEqual([0, 1]);
+    // Another dtype is another instance: not prepared, so the call compiles it, synchronously.
+    k(fake('float64'), 2, { out: fake('float64') });
+    expect(sync.mock.calls.length - s0).toBe(1);
+    // Bad arguments reject as a call throws.
+    await expect(k.prepare(fake('float32'))).rejects.toThrow(TypeError);
+  });
+
+  test('a reduction', async () => {
+    const sync = native.nvrtcCompile as jest.Mock;
+    const async = native.nvrtcCompileAsync as jest.Mock;
+    const r = reduction({ in: 'T x', out: 'T s', map: `x /* ${serial++} */`, reduce: 'a + b', identity: '0' });
+    const [s0, a0] = [sync.mock.calls.length, async.mock.calls.length];
+    await r.prepare(fake('float64'));
+    expect([sync.mock.calls.length - s0, async.mock.calls.length - a0]).toEqual([0, 1]);
   });
 });
 

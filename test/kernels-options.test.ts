@@ -3,6 +3,8 @@
 // and turning NVRTC's log into a CompileError pointing at the user's line. No GPU, no NVRTC.
 import * as os from 'node:os';
 
+import type { BufferHandle } from '../binding';
+import { DeviceArray } from '../lib/array';
 import { CompileError, compileErrorFromLog, parseLog } from '../lib/kernels/compile-error';
 import { elementwise, elementwiseSource } from '../lib/kernels/elementwise';
 import { nvrtcOptions, resolveCompileOptions } from '../lib/kernels/options';
@@ -151,6 +153,24 @@ describe('CompileError', () => {
     const e = compileErrorFromLog(log, 'NVRTC_ERROR_COMPILATION', new Map([['k.cu', src]]), 'x');
     expect(e.column).toBe(11);
     expect(e.message.split('\n')[2]).toBe('   | \t\t        ^');
+  });
+
+  test('one mistake in an element-wise body is one error, though each copy of the body reports it', () => {
+    const spec = { in: 'T x, T y, T a', out: 'T z', body: 'z = a * xx + y', name: 'axpy' };
+    const b = elementwiseSource(spec, ['float32', 'float32', 'float32', 'float32'], [true, true, false]);
+    const copies = (b.source.match(/#line 1 "axpy:body"/g) ?? []).length;
+    expect(copies).toBeGreaterThan(1);
+    // NVRTC's log of the generated source: the diagnostic once per copy of the body.
+    const one = 'axpy:body(1): error: identifier "xx" is undefined\n  z = a * xx + y\n          ^\n\n';
+    const log = one.repeat(copies) + `${copies} errors detected in the compilation of "axpy.generated.cu".\n`;
+    const e = compileErrorFromLog(log, 'NVRTC_ERROR_COMPILATION', b.sources, 'axpy did not compile');
+    expect(e.message).not.toMatch(/more error/);
+    expect(e.diagnostics).toHaveLength(1);
+    // Two different mistakes stay two.
+    const two = one + 'axpy:body(1): error: identifier "yy" is undefined\n  z = a * x + yy\n              ^\n\n';
+    expect(compileErrorFromLog(two.repeat(2), 'NVRTC_ERROR_COMPILATION', b.sources, 'x').message).toMatch(
+      /\(1 more error in \.log\)/,
+    );
   });
 
   test('a log without a located error: the first error line', () => {
@@ -305,6 +325,19 @@ describe('generated kernels', () => {
     expect(b.source).toContain('typedef double ck_R;');
     expect(b.source).toContain('typedef double ck_Out;');
     expectLineMarksTrue(b.source, b.program);
+  });
+
+  test('an input may be its own output element by element, never where a raw side reads or writes others', () => {
+    const arr = () => new DeviceArray({} as unknown as BufferHandle, 'float64', 8, 0);
+    const x = arr();
+    const y = arr();
+    const shift = elementwise({ in: 'raw float64 x', out: 'float64 y', body: 'y = x[(i + 1) % n] - x[i]', name: 'd' });
+    expect(() => shift.source(x, { out: x, size: 8 })).toThrow(/options\.out\[0\] is also the input x, and x is raw/);
+    expect(() => shift.source(x, { out: y, size: 8 })).not.toThrow();
+    const scatter = elementwise({ in: 'float64 x', out: 'raw float64 y', body: 'y[n - 1 - i] = x', name: 's' });
+    expect(() => scatter.source(x, { out: x })).toThrow(/and y is raw/);
+    const axpy = elementwise({ in: 'float64 x, float64 a', out: 'float64 z', body: 'z = a * x', name: 'ax' });
+    expect(() => axpy.source(x, 2, { out: x })).not.toThrow(); // element by element: in place is safe
   });
 
   test('spec errors are found when the kernel is made', () => {

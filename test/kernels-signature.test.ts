@@ -12,6 +12,7 @@ import {
   normalizeExpression,
   splitExpression,
   stripSource,
+  typeContext,
 } from '../lib/kernels/signature';
 
 describe('parameter types', () => {
@@ -45,7 +46,7 @@ describe('parameter types', () => {
       ['__half* h', 'h', null, false],
       ['float** table', 'table', null, false],
       ['const double v[]', 'v', 'float64', true],
-      ['MyStruct* s', 's', null, false],
+      ['struct MyStruct* s', 's', null, false],
     ];
     for (const [decl, name, dtype, readOnly] of cases) {
       const p = parseParam(decl, 'unnamed');
@@ -98,6 +99,96 @@ describe('parameter types', () => {
     expect(parseParamList('  ')).toEqual([]);
     expect(parseParamList('int n, float a, const float* x, float* y').map((p) => p.name)).toEqual(['n', 'a', 'x', 'y']);
     expect(parseParamList('float v[4], int n').map((p) => p.type.kind)).toEqual(['pointer', 'scalar']);
+  });
+});
+
+describe('pointees: a typed array where the dtype is known, any array only where the type has none', () => {
+  test.each([
+    ['const float3* p', 'float32'],
+    ['float1* p', 'float32'],
+    ['double3* p', 'float64'],
+    ['double4* p', 'float64'],
+    ['double4_16a* p', 'float64'],
+    ['double1* p', 'float64'],
+    ['int3* p', 'int32'],
+    ['int1* p', 'int32'],
+    ['uint3* p', 'uint32'],
+    ['uint1* p', 'uint32'],
+  ])('%s takes only %s', (decl, dtype) => {
+    expect(parseParam(decl, 'p').type).toMatchObject({ kind: 'pointer', dtype });
+  });
+
+  test.each(['char4* p', 'longlong2* p', '__half2* p', 'long long* p', 'int64_t* p', 'const void* p'])(
+    '%s takes any array',
+    (decl) => {
+      expect(parseParam(decl, 'p').type).toMatchObject({ kind: 'pointer', dtype: null });
+    },
+  );
+
+  test('a pointee the scan cannot name is refused, naming options.signatures; structs it saw take any array', () => {
+    expect(() => parseParam('Particle* p', 'p')).toThrow(/cannot tell what Particle is.*options\.signatures/);
+    expect(() => parseParam('T* p', 'p')).toThrow(UnsupportedParam);
+    const ctx = typeContext(
+      'struct Particle { float x, y; };\ntypedef struct { int a; } Pair;\nenum class Mode : int { A };',
+    );
+    for (const t of ['Particle', 'Pair', 'Mode'])
+      expect(parseParam(`${t}* p`, 'p', ctx).type).toMatchObject({ dtype: null });
+    // A struct declared in a string header counts too.
+    const fromHeader = typeContext('#include "p.h"\n', [['p.h', 'struct Particle { float x; };']]);
+    expect(parseParam('const Particle* p', 'p', fromHeader).type).toMatchObject({ dtype: null, readOnly: true });
+  });
+
+  test('aliases resolve: typedef, using, object-like #define, options.defines, a qualifier macro', () => {
+    const cases: [string, [string, string][], [string, string | null][], string, string][] = [
+      ['typedef double real;', [], [], 'const real* x', 'float64'],
+      ['using real = float;', [], [], 'real* x', 'float32'],
+      ['#define real double\n', [], [], 'real* x', 'float64'],
+      ['', [], [['real', 'double']], 'real* x', 'float64'],
+      ['#define RESTRICT __restrict__\n', [], [], 'float* RESTRICT x', 'float32'],
+      ['typedef float base;\ntypedef base real;', [], [], 'real* x', 'float32'],
+      ['#include "t.h"\n', [['t.h', 'typedef unsigned int word;']], [], 'word* w', 'uint32'],
+    ];
+    for (const [src, headers, defines, decl, dtype] of cases) {
+      const p = parseParam(decl, 'x', typeContext(src, headers, defines));
+      expect(p.type).toMatchObject({ kind: 'pointer', dtype });
+    }
+    // Scalars through aliases too.
+    expect(parseParam('idx n', 'n', typeContext('typedef long long idx;')).type).toMatchObject({ scalar: 'int64' });
+  });
+
+  test('an alias with two meanings (#ifdef branches) is refused, not guessed', () => {
+    const src = '#ifdef USE_DOUBLE\n#define real double\n#else\n#define real float\n#endif\n';
+    expect(() => parseParam('real* x', 'x', typeContext(src))).toThrow(/defined more than once/);
+    expect(() => parseParam('real* x', 'x', typeContext('#define real float\n#undef real\n'))).toThrow(
+      UnsupportedParam,
+    );
+  });
+
+  test('at compile level: a kernel over a typedef or a define takes only arrays of its dtype', () => {
+    const src = 'typedef double real;\nextern "C" __global__ void k(const real* x, real* y, int n) {}';
+    const stored = describeKernels(src);
+    expect(stored.params.k.map((p) => (p.type.kind === 'pointer' ? p.type.dtype : 's'))).toEqual([
+      'float64',
+      'float64',
+      's',
+    ]);
+    const viaDefine = describeKernels('extern "C" __global__ void scale(real* x, int n) { }', {
+      headers: [],
+      defines: [['real', 'double']],
+    });
+    expect(viaDefine.params.scale[0].type).toMatchObject({ dtype: 'float64' });
+    // Without the define the parameter cannot be told: no parameter list is kept, kernel() says why.
+    expect(describeKernels('extern "C" __global__ void scale(real* x, int n) { }').params).toEqual({});
+  });
+
+  test('template defaults that name earlier parameters are filled in', () => {
+    const src = 'template <typename T, typename U = T> __global__ void k(const T* x, U* y) {}';
+    const sig = kernelSignature('k<float>', findKernels(src), {});
+    expect(sig.ok && sig.params.map((p) => p.type)).toMatchObject([{ dtype: 'float32' }, { dtype: 'float32' }]);
+    const both = kernelSignature('k<float, double>', findKernels(src), {});
+    expect(both.ok && both.params[1].type).toMatchObject({ dtype: 'float64' });
+    // A value substituted is not substituted again: k<U> keeps U as the argument's text.
+    expect(instantiate(findKernels(src)[0], ['U'])).toBe('const U* x, U* y');
   });
 });
 
@@ -178,6 +269,22 @@ extern "C" __global__ void declaredFirst(int n) {}
     const given = kernelSignature('made<int>', kernels, { 'made< int >': 'int* out, int n' });
     expect(given.ok && given.source).toBe('signatures');
     expect(kernelSignature('ns::cpp', kernels, {}).ok).toBe(true);
+  });
+
+  test('a kernel declared, then defined: one kernel, extern "C" if either declaration says so', () => {
+    const proto = `extern "C" __global__ void k(float*, int);
+extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`;
+    expect(findKernels(proto)).toHaveLength(1);
+    expect(kernelSignature('k', findKernels(proto), {})).toMatchObject({ ok: true });
+    expect(Object.keys(describeKernels(proto).params)).toEqual(['k']);
+    const sig = kernelSignature('k', findKernels(proto), {});
+    expect(sig.ok && sig.params.map((p) => p.name)).toEqual(['x', 'n']);
+    const linkage = `extern "C" __global__ void k(float* x, int n);
+__global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`;
+    expect(findKernels(linkage).map((d) => d.externC)).toEqual([true]);
+    // Real overloads stay two.
+    const two = 'extern "C++" __global__ void f(float* x) {}\n__global__ void f(double* x) {}';
+    expect(findKernels(two)).toHaveLength(2);
   });
 
   test('unknown kernels and overloads say what to do', () => {

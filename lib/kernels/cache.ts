@@ -141,6 +141,19 @@ const SUFFIX = '.ckbin';
 const STALE_TMP_MS = 3600_000;
 /** A hit refreshes the entry's time (for the size bound's order) when it is older than this. */
 const TOUCH_AFTER_MS = 60_000;
+/**
+ * The folder is scanned for the size bound (a readdir and a stat per entry) on a process's first
+ * write, then only when its own writes since may have passed the bound or after this many writes
+ * (other processes write too): a scan of 50 000 entries takes about 0.4 s.
+ */
+const RESCAN_AFTER_WRITES = 64;
+
+/** An entry file of the folder, for the size bound. */
+interface CacheFile {
+  file: string;
+  bytes: number;
+  mtimeMs: number;
+}
 
 /** The folder of the disk cache: CUDA_KERNELS_CACHE_DIR, else $XDG_CACHE_HOME or ~/.cache, then cuda-kernels/kernels. */
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -319,6 +332,11 @@ export class KernelCache {
    * (path.join on every hit showed in profiles) and still the path #entries, clear and write use.
    */
   readonly #prefix: string;
+  /** The entries' bytes at the last scan plus this process's writes since; null before the first scan. */
+  #knownBytes: number | null = null;
+  #writesSinceScan = 0;
+  /** The scan getAsync started (off the JS thread), while it runs. */
+  #scanning: Promise<void> | null = null;
 
   constructor(options: KernelCacheOptions) {
     this.#compiler = options.compiler;
@@ -341,11 +359,17 @@ export class KernelCache {
    * whose target cannot be known).
    */
   keyOf(request: CompileRequest, loc: CompilerLocation & { identity: string }): string | null {
+    return this.#keyOf(request, loc).key;
+  }
+
+  /** The key, and whether the disk may keep its entry (not when a quoted #include was not found). */
+  #keyOf(request: CompileRequest, loc: CompilerLocation & { identity: string }): { key: string | null; disk: boolean } {
     const includes: IncludeSet = resolveIncludes(request.source, {
       headers: request.headers.length === 0 ? NO_HEADERS : new Map(request.headers),
       searchDirs: searchDirs(request, loc),
+      sourceDir: path.dirname(path.resolve(request.name)),
     });
-    if (includes.computed) return null;
+    if (includes.computed) return { key: null, disk: false };
     const material = JSON.stringify([
       FORMAT,
       this.#version,
@@ -359,7 +383,7 @@ export class KernelCache {
       includes.missing,
       sha256(request.source),
     ]);
-    return sha256(material);
+    return { key: sha256(material), disk: !includes.missingQuoted };
   }
 
   /** The path of an entry (path.join(dir, key + '.ckbin'); keys are hex digests). */
@@ -375,9 +399,9 @@ export class KernelCache {
     request: CompileRequest,
     options: LookupOptions = {},
   ): { code: CompiledCode; from: CacheSource; key: string | null } {
-    const disk = options.disk ?? true;
     let loc = this.#location();
-    let key = this.keyOf(request, loc);
+    let { key, disk } = this.#keyOf(request, loc);
+    disk &&= options.disk ?? true;
     const found = key === null ? null : this.#lookup(key, disk);
     if (found) return { code: found.code, from: found.from, key };
     // A miss: the compiler is needed now. If loading it reveals another build than the one located,
@@ -385,14 +409,15 @@ export class KernelCache {
     const loaded = this.#compiler.load();
     if (loaded.identity !== loc.identity) {
       loc = loaded;
-      key = this.keyOf(request, loc);
+      ({ key, disk } = this.#keyOf(request, loc));
+      disk &&= options.disk ?? true;
       const again = key === null ? null : this.#lookup(key, disk);
       if (again) return { code: again.code, from: again.from, key };
     }
     this.stats.compiles++;
     const code = this.#compiler.compile(jobOf(request, loc));
     if (request.describe) code.info = request.describe();
-    if (key !== null) this.#store(key, code, disk);
+    if (key !== null) this.#store(key, code, disk, 'sync');
     return { code, from: 'compiled', key };
   }
 
@@ -401,9 +426,9 @@ export class KernelCache {
     request: CompileRequest,
     options: LookupOptions = {},
   ): Promise<{ code: CompiledCode; from: CacheSource; key: string | null }> {
-    const disk = options.disk ?? true;
     let loc = this.#location();
-    let key = this.keyOf(request, loc);
+    let { key, disk } = this.#keyOf(request, loc);
+    disk &&= options.disk ?? true;
     const lookup = async (k: string | null) => {
       if (k === null) return null;
       const memo = this.#memo.get(k);
@@ -422,7 +447,8 @@ export class KernelCache {
     const loaded = this.#compiler.load();
     if (loaded.identity !== loc.identity) {
       loc = loaded;
-      key = this.keyOf(request, loc);
+      ({ key, disk } = this.#keyOf(request, loc));
+      disk &&= options.disk ?? true;
       const again = await lookup(key);
       if (again) return { ...again, key };
     }
@@ -441,7 +467,7 @@ export class KernelCache {
     this.#pending.set(k, promise);
     try {
       const code = await promise;
-      this.#store(k, code, disk);
+      this.#store(k, code, disk, 'async');
       return { code, from: 'compiled', key };
     } finally {
       this.#pending.delete(k);
@@ -503,21 +529,41 @@ export class KernelCache {
     return code;
   }
 
-  #store(key: string, code: CompiledCode, disk: boolean): void {
+  /**
+   * Memo and disk; the size bound is then kept by a scan of the folder when one is due (see
+   * RESCAN_AFTER_WRITES), on the JS thread for get() and off it for getAsync().
+   */
+  #store(key: string, code: CompiledCode, disk: boolean, scan: 'sync' | 'async'): void {
     this.#memo.set(key, code);
     if (!disk) return;
-    this.write(key, code);
-    this.enforceBound();
+    const bytes = this.#write(key, code);
+    if (bytes > 0 && this.#knownBytes !== null) this.#knownBytes += bytes;
+    this.#writesSinceScan++;
+    const due =
+      this.#knownBytes === null || this.#knownBytes > this.maxBytes || this.#writesSinceScan >= RESCAN_AFTER_WRITES;
+    if (!due) return;
+    if (scan === 'sync') this.enforceBound();
+    // Nothing waits for it, so nothing it could throw may reach the process as an unhandled rejection.
+    else
+      this.#scanning ??= this.#enforceBoundAsync()
+        .catch(() => undefined)
+        .finally(() => (this.#scanning = null));
   }
 
   /** Writes an entry atomically (a temporary file renamed into place); false when the disk refused. */
   write(key: string, code: CompiledCode): boolean {
+    return this.#write(key, code) > 0;
+  }
+
+  /** {@link KernelCache.write}, giving the entry's bytes (0 when the disk refused). */
+  #write(key: string, code: CompiledCode): number {
     const tmp = path.join(this.dir, `${key}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
     try {
       fs.mkdirSync(this.dir, { recursive: true });
-      fs.writeFileSync(tmp, encodeEntry(key, code), { flag: 'wx' });
+      const data = encodeEntry(key, code);
+      fs.writeFileSync(tmp, data, { flag: 'wx' });
       fs.renameSync(tmp, this.entryPath(key));
-      return true;
+      return data.length;
     } catch {
       this.stats.writeFailures++;
       try {
@@ -525,19 +571,19 @@ export class KernelCache {
       } catch {
         // Never created.
       }
-      return false;
+      return 0;
     }
   }
 
-  /** The entries on disk, oldest first. */
-  #entries(): { file: string; bytes: number; mtimeMs: number }[] {
+  /** The entries on disk, oldest first (temporary files left by a dead process are removed). */
+  #entries(): CacheFile[] {
     let names: string[];
     try {
       names = fs.readdirSync(this.dir);
     } catch {
       return [];
     }
-    const out: { file: string; bytes: number; mtimeMs: number }[] = [];
+    const out: CacheFile[] = [];
     const now = Date.now();
     for (const n of names) {
       const file = path.join(this.dir, n);
@@ -547,14 +593,62 @@ export class KernelCache {
       } catch {
         continue;
       }
-      if (n.endsWith('.tmp')) {
-        if (now - st.mtimeMs > STALE_TMP_MS) this.#remove(file);
-        continue;
-      }
-      if (n.endsWith(SUFFIX) && st.isFile())
-        out.push({ file, bytes: st.size, mtimeMs: Math.max(st.mtimeMs, this.#touched.get(file) ?? 0) });
+      this.#sortOut(n, file, st, now, out, (f) => this.#remove(f));
     }
     return out.sort((a, b) => a.mtimeMs - b.mtimeMs);
+  }
+
+  /** {@link KernelCache.enforceBound} with the folder read and the files removed off the JS thread. */
+  async #enforceBoundAsync(): Promise<void> {
+    let names: string[];
+    try {
+      names = await fs.promises.readdir(this.dir);
+    } catch {
+      return;
+    }
+    const out: CacheFile[] = [];
+    const now = Date.now();
+    const removeLater = (f: string) => void fs.promises.unlink(f).catch(() => undefined);
+    for (const n of names) {
+      const file = path.join(this.dir, n);
+      const st = await fs.promises.stat(file).catch(() => null);
+      if (st !== null) this.#sortOut(n, file, st, now, out, removeLater);
+    }
+    out.sort((a, b) => a.mtimeMs - b.mtimeMs);
+    let total = out.reduce((sum, e) => sum + e.bytes, 0);
+    for (const e of out) {
+      if (total <= this.maxBytes) break;
+      if (
+        await fs.promises.unlink(e.file).then(
+          () => true,
+          () => false,
+        )
+      )
+        this.stats.evicted++;
+      total -= e.bytes;
+    }
+    this.#scanned(total);
+  }
+
+  /** One name of the folder: an entry goes to `out`, a stale temporary file to `remove`. */
+  #sortOut(n: string, file: string, st: fs.Stats, now: number, out: CacheFile[], remove: (f: string) => void): void {
+    if (n.endsWith('.tmp')) {
+      if (now - st.mtimeMs > STALE_TMP_MS) remove(file);
+      return;
+    }
+    if (n.endsWith(SUFFIX) && st.isFile())
+      out.push({ file, bytes: st.size, mtimeMs: Math.max(st.mtimeMs, this.#touched.get(file) ?? 0) });
+  }
+
+  /** A scan found `total` bytes of entries left (after its evictions). */
+  #scanned(total: number): void {
+    this.#knownBytes = total;
+    this.#writesSinceScan = 0;
+  }
+
+  /** @internal The scan getAsync started, if one is running (tests wait for it). */
+  get scanning(): Promise<void> | null {
+    return this.#scanning;
   }
 
   #remove(file: string): boolean {
@@ -575,6 +669,7 @@ export class KernelCache {
       if (this.#remove(e.file)) this.stats.evicted++;
       total -= e.bytes;
     }
+    this.#scanned(total);
   }
 
   /** Empties the memo and removes every entry (and temporary file) from the folder; returns how many entries. */

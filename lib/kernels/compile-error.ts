@@ -57,10 +57,15 @@ export class CompileError extends Error {
 const HEADLINE =
   /^(.+?)\((\d+)(?:[,:]\s*(\d+))?\): (catastrophic error|fatal error|error|warning|remark)(?: #[\w-]+)?: (.*)$/;
 
-/** The diagnostics of an NVRTC log, each with the line and caret that follow it. */
+/**
+ * The diagnostics of an NVRTC log, each with the line and caret that follow it, each once: code that
+ * appears several times in a program (an element-wise body is placed in each of the generated loops)
+ * draws the same diagnostic from each copy.
+ */
 export function parseLog(log: string): Diagnostic[] {
   const lines = log.split(/\r?\n/);
   const out: Diagnostic[] = [];
+  const seen = new Set<string>();
   for (let i = 0; i < lines.length; i++) {
     const m = HEADLINE.exec(lines[i]);
     if (!m) continue;
@@ -76,6 +81,9 @@ export function parseLog(log: string): Diagnostic[] {
         d.column = caret.indexOf('^') - 2 + 1;
       }
     }
+    const key = JSON.stringify([d.file, d.line, d.column ?? null, d.severity, d.message]);
+    if (seen.has(key)) continue;
+    seen.add(key);
     out.push(d);
   }
   return out;

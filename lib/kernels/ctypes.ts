@@ -108,19 +108,49 @@ const SCALARS: Record<string, ScalarKind> = {
 /** Pointees whose arrays have a dtype here: the pointer takes only arrays of it. */
 const POINTEE_DTYPES: Record<string, Dtype> = {
   float: 'float32',
-  float2: 'float32',
-  float4: 'float32',
   double: 'float64',
-  double2: 'float64',
   int: 'int32',
   int32_t: 'int32',
-  int2: 'int32',
-  int4: 'int32',
   'unsigned int': 'uint32',
   uint32_t: 'uint32',
-  uint2: 'uint32',
-  uint4: 'uint32',
 };
+// CUDA's vector types of those (float1 … float4, double1 … double4 and CUDA 13's aligned double4_16a
+// and double4_32a, int1 … int4, uint1 … uint4) take the arrays of their element's dtype.
+for (const [prefix, dtype] of [
+  ['float', 'float32'],
+  ['double', 'float64'],
+  ['int', 'int32'],
+  ['uint', 'uint32'],
+] as const) {
+  for (const w of [1, 2, 3, 4]) POINTEE_DTYPES[`${prefix}${w}`] = dtype;
+}
+POINTEE_DTYPES.double4_16a = POINTEE_DTYPES.double4_32a = 'float64';
+
+/**
+ * Pointees known to have no dtype here: their pointers take any array (the kernel reinterprets its
+ * bytes). Any other pointee that the scan cannot name (an alias it could not resolve, a type from a
+ * header file) is refused, so that no array is reinterpreted by mistake; structs, classes, unions and
+ * enums declared in the source or its string headers count as known.
+ */
+const RAW_POINTEES = new Set<string>(['void', 'half2', '__half2', 'nv_bfloat162', '__nv_bfloat162']);
+for (const prefix of ['char', 'uchar', 'short', 'ushort', 'long', 'ulong', 'longlong', 'ulonglong']) {
+  for (const w of [1, 2, 3, 4]) RAW_POINTEES.add(`${prefix}${w}`);
+  RAW_POINTEES.add(`${prefix}4_16a`);
+  RAW_POINTEES.add(`${prefix}4_32a`);
+}
+
+/**
+ * What a source tells about type names, for the parameters of its kernels: aliases (object-like
+ * `#define`s, `typedef`s, `using X = …`, `options.defines`), each to the text it stands for, or to
+ * null where it has several (`#ifdef` branches: the scan cannot tell which one holds); and the
+ * aggregates (struct, class, union, enum) it declares.
+ */
+export interface TypeContext {
+  aliases: ReadonlyMap<string, string | null>;
+  aggregates: ReadonlySet<string>;
+}
+
+export const NO_TYPE_CONTEXT: TypeContext = { aliases: new Map(), aggregates: new Set() };
 
 /** The C++ spelling of each dtype (used by the generated kernels). */
 export const C_TYPE_OF: Record<Dtype, string> = {
@@ -200,14 +230,18 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$/;
  * @throws UnsupportedParam for what a launch cannot pass: references, structs and classes by value,
  *   unknown scalar types, function pointers.
  */
-export function parseParam(declaration: string, fallbackName: string): ParsedParam {
+export function parseParam(
+  declaration: string,
+  fallbackName: string,
+  context: TypeContext = NO_TYPE_CONTEXT,
+): ParsedParam {
   let text = declaration.trim();
   // A default argument does not change the parameter.
   const eq = topLevelIndex(text, '=');
   if (eq >= 0) text = text.slice(0, eq).trim();
   // Attributes: [[…]] and __attribute__((…)).
   text = text.replace(/\[\[[^\]]*\]\]/g, ' ').replace(/__attribute__\s*\(\(.*?\)\)/g, ' ');
-  const tokens = tokenize(text);
+  const tokens = expandAliases(tokenize(text), context, declaration);
   if (tokens.includes('(')) throw new UnsupportedParam('function pointers cannot be passed from JavaScript');
   if (tokens.includes('&')) throw new UnsupportedParam('a reference cannot be passed to a kernel; pass a pointer');
   if (tokens.includes('<'))
@@ -240,7 +274,23 @@ export function parseParam(declaration: string, fallbackName: string): ParsedPar
   const base = canonicalType(typeWords.filter((w) => w !== '*'));
   const typeText = typeWords.join(' ') + (stars > 0 ? ' ' + '*'.repeat(stars) : '');
   if (stars > 0) {
-    const dtype = stars === 1 ? (POINTEE_DTYPES[base] ?? null) : null;
+    let dtype: Dtype | null = null;
+    if (stars === 1) {
+      dtype = Object.hasOwn(POINTEE_DTYPES, base) ? POINTEE_DTYPES[base] : null;
+      const elaborated = words.some((w) => w === 'struct' || w === 'class' || w === 'union' || w === 'enum');
+      if (
+        dtype === null &&
+        !elaborated &&
+        !RAW_POINTEES.has(base) &&
+        !Object.hasOwn(SCALARS, base) &&
+        !context.aggregates.has(base)
+      )
+        throw new UnsupportedParam(
+          `the scan cannot tell what ${base} is (an alias it could not resolve, or a type from a header file), ` +
+            `so it cannot check the array passed for it: give the parameter list in options.signatures ` +
+            `(with double*, float* … for a typed array, or void* for any array)`,
+        );
+    }
     return {
       name,
       type: {
@@ -252,7 +302,7 @@ export function parseParam(declaration: string, fallbackName: string): ParsedPar
       },
     };
   }
-  const scalar = SCALARS[base];
+  const scalar = Object.hasOwn(SCALARS, base) ? SCALARS[base] : undefined;
   if (scalar === undefined) {
     throw new UnsupportedParam(
       `type ${base} cannot be passed from JavaScript: a parameter is a pointer or one of ` +
@@ -260,6 +310,36 @@ export function parseParam(declaration: string, fallbackName: string): ParsedPar
     );
   }
   return { name, type: { kind: 'scalar', scalar, size: SCALAR_SIZES[scalar], text: typeText } };
+}
+
+/**
+ * `tokens` with every alias of `context` replaced by the tokens it stands for, again until none is
+ * left (at most 16 rounds: a macro that names itself stops there, as the preprocessor stops it).
+ */
+function expandAliases(tokens: string[], context: TypeContext, declaration: string): string[] {
+  if (context.aliases.size === 0) return tokens;
+  let out = tokens;
+  for (let round = 0; round < 16; round++) {
+    let changed = false;
+    const next: string[] = [];
+    for (const t of out) {
+      if (!context.aliases.has(t)) {
+        next.push(t);
+        continue;
+      }
+      const value = context.aliases.get(t);
+      if (value === null || value === undefined)
+        throw new UnsupportedParam(
+          `${t} in "${declaration.trim()}" is defined more than once in the source (#ifdef branches?), so the ` +
+            'scan cannot tell which definition holds: give the parameter list in options.signatures',
+        );
+      next.push(...tokenize(value));
+      changed = true;
+    }
+    out = next;
+    if (!changed) break;
+  }
+  return out;
 }
 
 /** `unsigned int`, `long long`: two words that are both part of a type, not a type and a name. */
@@ -303,12 +383,12 @@ export function splitTopLevel(text: string): string[] {
  *
  * @throws UnsupportedParam naming the parameter that cannot be passed.
  */
-export function parseParamList(list: string): ParsedParam[] {
+export function parseParamList(list: string, context: TypeContext = NO_TYPE_CONTEXT): ParsedParam[] {
   const trimmed = list.trim();
   if (trimmed === '' || trimmed === 'void') return [];
   return splitTopLevel(trimmed).map((decl, i) => {
     try {
-      return parseParam(decl, `arg${i}`);
+      return parseParam(decl, `arg${i}`, context);
     } catch (e) {
       if (e instanceof UnsupportedParam) throw new UnsupportedParam(`parameter ${i} (${decl.trim()}): ${e.message}`);
       throw e;

@@ -17,7 +17,7 @@ import {
   type SpecParam,
   TypeBinding,
 } from './generated';
-import { compile, deviceLimits, type Kernel } from './module';
+import { compile, compileAsync, deviceLimits, type Kernel, type Module } from './module';
 
 /** What {@link elementwise} builds a kernel from. */
 export interface ElementwiseSpec extends GeneratedCompileOptions {
@@ -58,6 +58,13 @@ export interface ElementwiseKernel {
   readonly kernelName: string;
   /** The generated source of the instance these arguments would run (for reading and debugging; compiles nothing). */
   source(...args: (DeviceArray | number | ElementwiseCallOptions)[]): string;
+  /**
+   * Compiles the instance these arguments would run off the JS thread ({@link compileAsync}, through
+   * the cache), so that the first call with such arguments does not block the event loop on NVRTC (a
+   * call made first compiles it synchronously). Rejects as a call would (a CompileError for a body
+   * that does not compile, a TypeError or RangeError for the arguments); launches nothing.
+   */
+  prepare(...args: (DeviceArray | number | ElementwiseCallOptions)[]): Promise<void>;
 }
 
 const RESERVED = new Set(['i', 'n']);
@@ -270,6 +277,17 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
       if (!(o instanceof DeviceArrayClass)) throw typeError(`${name}: options.out[${k}]`, 'a DeviceArray', o);
     });
     if (new Set(outList).size !== outList.length) throw new RangeError(`${name}: options.out holds one array twice`);
+    // An input may be its own output only element by element: where either side is raw, the body reads
+    // or writes other elements than its own, which other threads are writing at the same time.
+    outList.forEach((o, k) => {
+      ins.forEach((p, j) => {
+        if (args[j] === o && (p.raw || outs[k].raw))
+          throw new RangeError(
+            `${name}: options.out[${k}] is also the input ${p.name}, and ${p.raw ? p.name : outs[k].name} is raw: ` +
+              'threads would read elements that others are writing; give the output its own array',
+          );
+      });
+    });
     const firstArray = [...args, ...outList].find((a): a is DeviceArray => a instanceof DeviceArrayClass);
     const device =
       options.device !== undefined
@@ -319,23 +337,39 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
     return { device, n, types, arrays, outs: outsChecked };
   };
 
-  const instance = (call: Call) => {
-    const key = `${call.types.join(',')}|${call.arrays.map((a) => (a ? 'a' : 's')).join('')}`;
-    let inst = instances.get(key);
-    if (inst === undefined) {
-      const b = generate(name, spec, ins, outs, call.types, call.arrays);
-      let kernel: Kernel;
-      try {
-        kernel = compile(b.source, { ...compileOptions, name: b.program, device: call.device }).kernel(
-          'ck_elementwise',
-        );
-      } catch (e) {
-        throw mapCompileError(e, b.sources, `${name} did not compile`);
-      }
-      inst = { kernel, source: b.source, width: vectorWidth(ins, outs, call.types, call.arrays) };
-      instances.set(key, inst);
+  type Instance = { kernel: Kernel; source: string; width: number };
+  const instanceKey = (call: Call) => `${call.types.join(',')}|${call.arrays.map((a) => (a ? 'a' : 's')).join('')}`;
+  const optionsFor = (program: string, call: Call) => ({ ...compileOptions, name: program, device: call.device });
+  /** The instance of `call` made from its compiled module (or the one made meanwhile, by prepare). */
+  const keep = (call: Call, source: string, mod: Module): Instance => {
+    const key = instanceKey(call);
+    if (!instances.has(key))
+      instances.set(key, {
+        kernel: mod.kernel('ck_elementwise'),
+        source,
+        width: vectorWidth(ins, outs, call.types, call.arrays),
+      });
+    return instances.get(key)!;
+  };
+  const instance = (call: Call): Instance => {
+    const known = instances.get(instanceKey(call));
+    if (known !== undefined) return known;
+    const b = generate(name, spec, ins, outs, call.types, call.arrays);
+    try {
+      return keep(call, b.source, compile(b.source, optionsFor(b.program, call)));
+    } catch (e) {
+      throw mapCompileError(e, b.sources, `${name} did not compile`);
     }
-    return inst;
+  };
+  const prepare = async (...given: (DeviceArray | number | ElementwiseCallOptions)[]): Promise<void> => {
+    const call = analyse([...given]);
+    if (instances.has(instanceKey(call))) return;
+    const b = generate(name, spec, ins, outs, call.types, call.arrays);
+    try {
+      keep(call, b.source, await compileAsync(b.source, optionsFor(b.program, call)));
+    } catch (e) {
+      throw mapCompileError(e, b.sources, `${name} did not compile`);
+    }
   };
 
   const run = (...given: (DeviceArray | number | ElementwiseCallOptions)[]): DeviceArray | DeviceArray[] => {
@@ -380,5 +414,6 @@ export function elementwise(spec: ElementwiseSpec): ElementwiseKernel {
       const call = analyse([...given]);
       return generate(name, spec, ins, outs, call.types, call.arrays).source;
     },
+    prepare,
   });
 }

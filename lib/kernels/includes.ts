@@ -89,6 +89,11 @@ export interface IncludeContext {
   headers: ReadonlyMap<string, string>;
   /** options.includePaths (absolute), then the toolkit's include folders. */
   searchDirs: readonly string[];
+  /**
+   * The folder of the source itself, where NVRTC looks for its quoted #includes first (the folder of
+   * the program's name, options.name: the working folder for a bare name). Default: the working folder.
+   */
+  sourceDir?: string;
 }
 
 /** What a source includes, as the cache key sees it. */
@@ -97,6 +102,12 @@ export interface IncludeSet {
   entries: [string, string][];
   /** #include names that were not found anywhere (NVRTC will fail on them, or has them built in). */
   missing: string[];
+  /**
+   * Some quoted #include was not found: if NVRTC compiles the source all the same, it found the file
+   * where this scan did not look, and the key does not cover its contents (the cache then keeps the
+   * code in memory only).
+   */
+  missingQuoted: boolean;
   /** Some #include names a macro: its target cannot be known, so the compilation is not cached. */
   computed: boolean;
 }
@@ -107,10 +118,11 @@ const MAX_FILES = 5000;
 /** Every header `source` reaches through #include, found as NVRTC would find it (see {@link IncludeContext}). */
 export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet {
   // Most kernels include nothing: then nothing is reachable, whatever the headers and folders.
-  if (!mayInclude(source)) return { entries: [], missing: [], computed: false };
+  if (!mayInclude(source)) return { entries: [], missing: [], missingQuoted: false, computed: false };
   const entries = new Map<string, string>();
   const missing = new Set<string>();
   let computed = false;
+  let missingQuoted = false;
   const headerDirectives = new Map<string, Directive[]>();
   // (directives of a text, folder of that text when it is a file)
   const queue: [Directive[], string | null][] = [[directives(source), null]];
@@ -132,8 +144,8 @@ export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet
         continue;
       }
       // A quoted name is looked for beside the file that includes it first (for the source itself, the
-      // working folder, which costs at most a header hashed that NVRTC does not read).
-      const dirs = d.quoted ? [dir ?? process.cwd(), ...ctx.searchDirs] : ctx.searchDirs;
+      // folder of its name, as NVRTC adds it unless told --no-source-include).
+      const dirs = d.quoted ? [dir ?? ctx.sourceDir ?? process.cwd(), ...ctx.searchDirs] : ctx.searchDirs;
       let found = false;
       for (const base of dirs) {
         const abs = path.resolve(base, d.name);
@@ -149,12 +161,16 @@ export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet
         found = true;
         break;
       }
-      if (!found) missing.add(d.name);
+      if (!found) {
+        missing.add(d.name);
+        missingQuoted ||= d.quoted;
+      }
     }
   }
   return {
     entries: [...entries.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)),
     missing: [...missing].sort(),
+    missingQuoted,
     computed,
   };
 }

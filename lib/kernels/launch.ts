@@ -117,7 +117,18 @@ function checkShape(config: LaunchConfig, limits: LaunchLimits, out: Uint32Array
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-/** IEEE half-precision bits of `v` (rounded to float32 first, then to nearest even). */
+/**
+ * Which way rounding `v` to float32 went: +1 when it lost magnitude (|v| > |f32|), −1 when it gained,
+ * 0 when exact. A float32 that lands exactly half-way between two 16-bit values has lost that bit
+ * (the sticky bit), so the 16-bit rounding breaks the tie by it, not to even: otherwise `v` would be
+ * rounded twice.
+ */
+function lostToFloat32(v: number): number {
+  const r = f32[0];
+  return r === v || Number.isNaN(v) ? 0 : Math.abs(v) > Math.abs(r) ? 1 : -1;
+}
+
+/** IEEE half-precision bits of `v`, rounded to nearest even (through float32, ties decided by `v`). */
 export function toHalfBits(v: number): number {
   f32[0] = v;
   const x = u32[0];
@@ -125,6 +136,7 @@ export function toHalfBits(v: number): number {
   const exp = (x >>> 23) & 0xff;
   let mant = x & 0x7fffff;
   if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0);
+  const lost = lostToFloat32(v);
   const e = exp - 127 + 15;
   if (e >= 0x1f) return sign | 0x7c00;
   if (e <= 0) {
@@ -134,21 +146,25 @@ export function toHalfBits(v: number): number {
     let h = mant >>> shift;
     const rem = mant & ((1 << shift) - 1);
     const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && (h & 1) !== 0)) h++;
+    if (rem > half || (rem === half && (lost > 0 || (lost === 0 && (h & 1) !== 0)))) h++;
     return sign | h;
   }
   let h = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
   // A carry out of the mantissa moves into the exponent, which is the right rounding (up to infinity).
-  if (rem > 0x1000 || (rem === 0x1000 && (h & 1) !== 0)) h++;
+  if (rem > 0x1000 || (rem === 0x1000 && (lost > 0 || (lost === 0 && (h & 1) !== 0)))) h++;
   return sign | h;
 }
 
-/** bfloat16 bits of `v` (rounded to float32 first, then to nearest even). */
+/** bfloat16 bits of `v`, rounded to nearest even (through float32, ties decided by `v`). */
 export function toBfloat16Bits(v: number): number {
   f32[0] = v;
   const x = u32[0];
   if (Number.isNaN(v)) return ((x >>> 16) & 0x8000) | 0x7fc0;
+  if ((x & 0xffff) === 0x8000) {
+    const lost = lostToFloat32(v);
+    if (lost !== 0) return ((x >>> 16) + (lost > 0 ? 1 : 0)) & 0xffff;
+  }
   return ((x + 0x7fff + ((x >>> 16) & 1)) >>> 16) & 0xffff;
 }
 

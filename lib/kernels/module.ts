@@ -18,7 +18,7 @@ import {
   KernelCache,
   type KernelCacheInfo,
 } from './cache';
-import { isParamType, type ParamType, type ParsedParam } from './ctypes';
+import { isParamType, type ParamType, type ParsedParam, type TypeContext } from './ctypes';
 import {
   argWriter,
   type ArgWriter,
@@ -36,6 +36,7 @@ import {
   kernelSignature,
   normalizeExpression,
   type SignatureLookup,
+  typeContext,
 } from './signature';
 
 function packageVersion(): string {
@@ -231,7 +232,7 @@ export class Module {
     const sig: SignatureLookup =
       kept !== undefined
         ? { ok: true, params: kept, source: 'declaration' }
-        : kernelSignature(name, this.#declarations, signatures);
+        : kernelSignature(name, this.#declarations, signatures, this.#types());
     if (!sig.ok) {
       const message = `${this.name}: kernel ${name}: ${sig.reason}`;
       throw sig.kind === 'unsupported' ? new TypeError(message) : new RangeError(message);
@@ -248,6 +249,12 @@ export class Module {
     const k = new Kernel(this, name, expression ?? null, sig.params);
     this.#kernels.set(memoKey, k);
     return k;
+  }
+
+  #typeCache: TypeContext | undefined;
+  /** What the source, its string headers and options.defines tell about type names (scanned once, when needed). */
+  #types(): TypeContext {
+    return (this.#typeCache ??= typeContext(this.#source, this.#options.headers, this.#options.defines));
   }
 
   /** @internal The binary for `device`, compiled (synchronously, through the cache) and loaded on first use. */
@@ -273,7 +280,7 @@ export class Module {
  * their results, and the cache key covers this package only through its version, which a checkout
  * under development does not change.
  */
-const STORED_KERNELS_VERSION = 1;
+const STORED_KERNELS_VERSION = 2;
 
 /** What a cache entry keeps of its source (CompileRequest.describe): its kernels and parameter lists. */
 export interface StoredKernels {
@@ -285,13 +292,21 @@ export interface StoredKernels {
   params: Record<string, ParsedParam[]>;
 }
 
-/** @internal What an entry keeps of `source`: its kernels and their parsed parameter lists. */
-export function describeKernels(source: string): StoredKernels {
+/**
+ * @internal What an entry keeps of `source`: its kernels and their parsed parameter lists (type names
+ * read with the string headers and the defines of `options`, which the entry's key covers).
+ */
+export function describeKernels(
+  source: string,
+  options: Pick<ResolvedOptions, 'headers' | 'defines'> = { headers: [], defines: [] },
+): StoredKernels {
   const kernels = findKernels(source);
   const params: Record<string, ParsedParam[]> = {};
+  let types: TypeContext | undefined;
   for (const d of kernels) {
     if (!d.externC || d.template !== null || Object.hasOwn(params, d.name)) continue;
-    const sig = kernelSignature(d.name, kernels, {});
+    types ??= typeContext(source, options.headers, options.defines);
+    const sig = kernelSignature(d.name, kernels, {}, types);
     if (sig.ok) params[d.name] = sig.params;
   }
   return { version: STORED_KERNELS_VERSION, kernels, params };
@@ -347,7 +362,7 @@ export function storedKernels(info: unknown): StoredKernels | null {
 
 function requestOf(source: string, o: ResolvedOptions, arch: number): CompileRequest {
   return {
-    describe: () => describeKernels(source),
+    describe: () => describeKernels(source, o),
     source,
     name: o.name,
     options: nvrtcOptions(o, []),

@@ -17,7 +17,7 @@ import {
   type SpecParam,
   TypeBinding,
 } from './generated';
-import { compile, deviceLimits, type Kernel } from './module';
+import { compile, compileAsync, deviceLimits, type Kernel, type Module } from './module';
 
 /** What {@link reduction} builds a kernel from. */
 export interface ReductionSpec extends GeneratedCompileOptions {
@@ -61,6 +61,12 @@ export interface ReductionKernel {
   readonly kernelName: string;
   /** The generated source these arguments would run (compiles nothing). */
   source(...args: (DeviceArray | number | ReductionCallOptions)[]): string;
+  /**
+   * Compiles the instance these arguments would run off the JS thread ({@link compileAsync}, through
+   * the cache), so that the first call with such arguments does not block the event loop on NVRTC (a
+   * call made first compiles it synchronously). Rejects as a call would; launches nothing.
+   */
+  prepare(...args: (DeviceArray | number | ReductionCallOptions)[]): Promise<void>;
 }
 
 const RESERVED = new Set(['i', 'n', 'a', 'b']);
@@ -365,29 +371,46 @@ export function reduction(spec: ReductionSpec): ReductionKernel {
     return { device, n, types, arrays, outType, reduceType, axis, rows, cols, out: options.out, outLength };
   };
 
-  const instance = (call: Call) => {
-    const key = `${call.types.join(',')}|${call.arrays.map((a) => (a ? 'a' : 's')).join('')}|${call.outType}|${call.reduceType}`;
-    let inst = instances.get(key);
-    if (inst === undefined) {
-      const b = generate(spec, parsed, call.types, call.arrays, call.outType, call.reduceType);
+  type Instance = { kernels: Record<string, Kernel>; source: string };
+  const instanceKey = (call: Call) =>
+    `${call.types.join(',')}|${call.arrays.map((a) => (a ? 'a' : 's')).join('')}|${call.outType}|${call.reduceType}`;
+  const optionsFor = (program: string, call: Call) => ({ ...compileOptions, name: program, device: call.device });
+  /** The instance of `call` made from its compiled module (or the one made meanwhile, by prepare). */
+  const keep = (call: Call, source: string, mod: Module): Instance => {
+    const key = instanceKey(call);
+    if (!instances.has(key)) {
       const kernels: Record<string, Kernel> = {};
-      try {
-        const mod = compile(b.source, { ...compileOptions, name: b.program, device: call.device });
-        for (const k of [
-          'ck_reduce_blocks',
-          'ck_reduce_final',
-          'ck_reduce_rows',
-          'ck_reduce_cols',
-          'ck_reduce_cols_final',
-        ])
-          kernels[k] = mod.kernel(k);
-      } catch (e) {
-        throw mapCompileError(e, b.sources, `${name} did not compile`);
-      }
-      inst = { kernels, source: b.source };
-      instances.set(key, inst);
+      for (const k of [
+        'ck_reduce_blocks',
+        'ck_reduce_final',
+        'ck_reduce_rows',
+        'ck_reduce_cols',
+        'ck_reduce_cols_final',
+      ])
+        kernels[k] = mod.kernel(k);
+      instances.set(key, { kernels, source });
     }
-    return inst;
+    return instances.get(key)!;
+  };
+  const instance = (call: Call): Instance => {
+    const known = instances.get(instanceKey(call));
+    if (known !== undefined) return known;
+    const b = generate(spec, parsed, call.types, call.arrays, call.outType, call.reduceType);
+    try {
+      return keep(call, b.source, compile(b.source, optionsFor(b.program, call)));
+    } catch (e) {
+      throw mapCompileError(e, b.sources, `${name} did not compile`);
+    }
+  };
+  const prepare = async (...given: (DeviceArray | number | ReductionCallOptions)[]): Promise<void> => {
+    const call = analyse([...given]);
+    if (instances.has(instanceKey(call))) return;
+    const b = generate(spec, parsed, call.types, call.arrays, call.outType, call.reduceType);
+    try {
+      keep(call, b.source, await compileAsync(b.source, optionsFor(b.program, call)));
+    } catch (e) {
+      throw mapCompileError(e, b.sources, `${name} did not compile`);
+    }
   };
 
   const run = (...given: (DeviceArray | number | ReductionCallOptions)[]): DeviceArray => {
@@ -459,5 +482,6 @@ export function reduction(spec: ReductionSpec): ReductionKernel {
       const call = analyse([...given]);
       return generate(spec, parsed, call.types, call.arrays, call.outType, call.reduceType).source;
     },
+    prepare,
   });
 }

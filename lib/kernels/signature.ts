@@ -2,7 +2,14 @@
 // arguments and pack them before anything reaches the GPU. A light scan, not a C++ parser: it reads
 // `__global__` declarations (extern "C" ones, C++ ones and templates), which is all a launch needs;
 // `options.signatures` covers what it cannot see (kernels made by macros, for instance).
-import { parseParamList, splitTopLevel, type ParsedParam, UnsupportedParam } from './ctypes';
+import {
+  NO_TYPE_CONTEXT,
+  parseParamList,
+  splitTopLevel,
+  type ParsedParam,
+  type TypeContext,
+  UnsupportedParam,
+} from './ctypes';
 
 /** A template parameter of a kernel template. */
 export interface TemplateParam {
@@ -201,12 +208,100 @@ export function findKernels(source: string): KernelDeclaration[] {
         .trim(),
       template,
     };
-    const key = `${name}/${template ? 't' : 'f'}/${decl.paramsText}`;
-    if (!found.has(key)) order.push(key);
+    // A declaration and a later definition are one kernel: keyed on the parameters' types (names
+    // dropped), the definition's text (with its names) kept, and extern "C" if either says so (C++
+    // keeps the linkage of the first declaration).
+    const key = `${name}/${template ? 't' : 'f'}/${paramTypesKey(decl.paramsText)}`;
+    const before = found.get(key);
+    if (before === undefined) order.push(key);
+    else decl.externC ||= before.externC;
     found.set(key, decl);
     g = close;
   }
   return order.map((k) => found.get(k)!);
+}
+
+/**
+ * A parameter list without its parameters' names (nor default arguments): `float* x, int n` and
+ * `float*, int` give the same key. A light rule, as in parseParam: a last word is a name when other
+ * words that are not all built-in type words stand before it.
+ */
+function paramTypesKey(paramsText: string): string {
+  const builtin = new Set(['unsigned', 'signed', 'long', 'short', 'int', 'char', 'double', 'float', 'bool', 'void']);
+  const quals = new Set(['const', 'volatile', '__restrict__', '__restrict', 'restrict', 'struct', 'class', 'typename']);
+  return splitTopLevel(paramsText)
+    .map((decl) => {
+      const eq = decl.indexOf('=');
+      const words: string[] = (eq >= 0 ? decl.slice(0, eq) : decl).match(/[A-Za-z_]\w*(?:::\w+)*|\S/g) ?? [];
+      const bracket = words.indexOf('[');
+      const core = bracket >= 0 ? words.slice(0, bracket) : words;
+      const idents = core.filter((w) => /^[A-Za-z_]/.test(w) && !quals.has(w));
+      const last = core[core.length - 1];
+      const named =
+        last !== undefined &&
+        /^[A-Za-z_]/.test(last) &&
+        !quals.has(last) &&
+        idents.length >= 2 &&
+        !idents.every((w) => builtin.has(w));
+      const kept = named ? [...core.slice(0, -1), ...(bracket >= 0 ? words.slice(bracket) : [])] : words;
+      return kept.join(' ');
+    })
+    .join(',');
+}
+
+/**
+ * What `source` and its string headers (and `defines`, as -D options) tell about type names: see
+ * {@link TypeContext}. A light scan: object-like `#define`s, `typedef`s and `using X = …` anywhere
+ * (scopes are not told apart: a name given two meanings is ambiguous), and the names of the structs,
+ * classes, unions and enums declared.
+ */
+export function typeContext(
+  source: string,
+  headers: readonly (readonly [string, string])[] = [],
+  defines: readonly (readonly [string, string | null])[] = [],
+): TypeContext {
+  const aliases = new Map<string, string | null>();
+  const aggregates = new Set<string>();
+  const add = (name: string, value: string | null) => {
+    const v = value === null ? null : value.replace(/\s+/g, ' ').trim();
+    if (!aliases.has(name)) aliases.set(name, v);
+    else if (aliases.get(name) !== v) aliases.set(name, null);
+  };
+  for (const [name, value] of defines) add(name, value ?? '');
+  for (const text of [source, ...headers.map(([, h]) => h)]) {
+    // Object-like macros (a `(` right after the name makes a function-like one, which is left alone).
+    const joined = text.includes('\\') ? text.replace(/\\\r?\n/g, ' ') : text;
+    for (const m of joined.matchAll(/^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)(\(?)(.*)$/gm)) {
+      if (m[1] === 'undef') {
+        if (aliases.has(m[2])) aliases.set(m[2], null);
+        continue;
+      }
+      if (m[3] === '(') continue;
+      add(m[2], m[4].replace(/\/\/.*$/, '').replace(/\/\*.*?\*\//g, ' '));
+    }
+    const stripped = stripSource(text);
+    for (const m of stripped.matchAll(/\btypedef\s+([^;{}]*?)\s*\b([A-Za-z_]\w*)\s*;/g)) {
+      if (/[()[\]]/.test(m[1])) continue; // a function pointer or array type
+      add(m[2], m[1]);
+    }
+    for (const m of stripped.matchAll(/\busing\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);/g)) add(m[1], m[2]);
+    for (const m of stripped.matchAll(
+      /\b(?:struct|class|union|enum)\s+(?:class\s+|struct\s+)?(?:(?:alignas|__align__)\s*\([^)]*\)\s*)*([A-Za-z_]\w*)/g,
+    ))
+      aggregates.add(m[1]);
+    // typedef struct { … } Name; (a body with braces inside, so not the typedef pattern above)
+    for (const m of stripped.matchAll(/\btypedef\s+(?:struct|class|union|enum)\b[^;{]*\{/g)) {
+      let depth = 0;
+      let i = (m.index ?? 0) + m[0].length - 1;
+      for (; i < stripped.length; i++) {
+        if (stripped[i] === '{') depth++;
+        else if (stripped[i] === '}' && --depth === 0) break;
+      }
+      const after = /^\s*([A-Za-z_]\w*)\s*;/.exec(stripped.slice(i + 1));
+      if (after) aggregates.add(after[1]);
+    }
+  }
+  return { aliases, aggregates };
 }
 
 /** Whether `s` is a C identifier (letters, digits, `_`, not starting with a digit), checked without a regex. */
@@ -242,8 +337,14 @@ export function splitExpression(expr: string): { base: string; args: string[] | 
   return { base, args: splitTopLevel(e.slice(lt + 1, gt)) };
 }
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `text` with each type parameter of `params` replaced by its value in `values`, in one pass. */
+function substitute(text: string, params: readonly TemplateParam[], values: readonly string[]): string {
+  const byName = new Map<string, string>();
+  params.forEach((p, i) => {
+    if (p.kind === 'type') byName.set(p.name, values[i]);
+  });
+  if (byName.size === 0) return text;
+  return text.replace(/(?<![\w:])[A-Za-z_]\w*(?![\w])/g, (w) => byName.get(w) ?? w);
 }
 
 /**
@@ -255,14 +356,14 @@ export function instantiate(decl: KernelDeclaration, args: readonly string[]): s
   if (decl.template === null) return null;
   const params = decl.template;
   if (args.length > params.length) return null;
-  const full = params.map((p, i) => (i < args.length ? args[i] : p.default));
-  if (full.some((a) => a === undefined)) return null;
-  let text = decl.paramsText;
-  params.forEach((p, i) => {
-    if (p.kind !== 'type') return;
-    text = text.replace(new RegExp(`(?<![\\w:])${escapeRegExp(p.name)}(?![\\w])`, 'g'), full[i]!);
-  });
-  return text;
+  // A default may name the parameters before it (`typename U = T`): it is read with theirs put in.
+  const full: string[] = [];
+  for (let i = 0; i < params.length; i++) {
+    const given = i < args.length ? args[i] : params[i].default;
+    if (given === undefined) return null;
+    full.push(i < args.length ? given : substitute(given, params.slice(0, i), full));
+  }
+  return substitute(decl.paramsText, params, full);
 }
 
 /** What {@link kernelSignature} found for a kernel name. */
@@ -280,11 +381,13 @@ export function kernelSignature(
   name: string,
   kernels: readonly KernelDeclaration[],
   signatures: Readonly<Record<string, string>>,
+  context: TypeContext = NO_TYPE_CONTEXT,
 ): SignatureLookup {
   const wanted = normalizeExpression(name);
   const given = Object.keys(signatures).find((k) => normalizeExpression(k) === wanted);
   try {
-    if (given !== undefined) return { ok: true, params: parseParamList(signatures[given]), source: 'signatures' };
+    if (given !== undefined)
+      return { ok: true, params: parseParamList(signatures[given], context), source: 'signatures' };
     const { base, args } = splitExpression(name);
     const candidates = kernels.filter((k) => k.name === base && (args === null) === (k.template === null));
     const lists = new Set<string>();
@@ -292,7 +395,7 @@ export function kernelSignature(
       const text = args === null ? k.paramsText : instantiate(k, args);
       if (text !== null) lists.add(text);
     }
-    if (lists.size === 1) return { ok: true, params: parseParamList([...lists][0]), source: 'declaration' };
+    if (lists.size === 1) return { ok: true, params: parseParamList([...lists][0], context), source: 'declaration' };
     if (lists.size > 1)
       return {
         ok: false,

@@ -32,9 +32,6 @@ namespace {
 const napi_type_tag kLibraryTag = {0x6375646b6e767274ULL, 0x2e6c696272617279ULL};
 const napi_type_tag kKernelTag = {0x6375646b6e767274ULL, 0x2e6b65726e656c31ULL};
 
-// Dynamic shared memory a kernel may use without opting in (cudaFuncAttributeMaxDynamicSharedMemorySize).
-constexpr int kDefaultSharedLimit = 48 * 1024;
-
 // Loaded code stays loaded for the life of the process: a launch still queued could be using it, and
 // cudaLibraryUnload does not wait for the stream. lib/kernels loads each distinct binary once. The
 // image is kept with it (never freed, like the library): with lazy loading the driver may read it
@@ -61,7 +58,7 @@ struct KernelState {
   std::vector<Param> params;
   std::vector<size_t> pointers;  // indices of the pointer parameters, in order
   size_t bytes = 0;
-  int sharedAllowed = kDefaultSharedLimit;
+  int sharedAllowed = 0;    // dynamic shared memory a launch may ask without opting in (from the attributes)
   std::vector<void*> args;  // reused by every launch (one JS thread per environment)
 };
 
@@ -393,6 +390,10 @@ Napi::Value kernelsGetKernel(const Napi::CallbackInfo& info) {
                      std::to_string(a.paramSizes.size()) + " of " + sizesText(a.paramSizes) + " bytes");
     }
     k->kernel = a.kernel;
+    // What the kernel may take now without opting in: 48 KiB less its static shared memory, not 48 KiB
+    // (a launch between the two was not opted in and failed with an invalid argument).
+    k->sharedAllowed =
+        a.attributes.maxDynamicSharedSizeBytes > 0 ? a.attributes.maxDynamicSharedSizeBytes : 0;
     const double fixed[kKernelInfoFixed] = {static_cast<double>(k->bytes),
                                             a.paramsKnown ? 1.0 : 0.0,
                                             static_cast<double>(a.attributes.maxThreadsPerBlock),
