@@ -189,7 +189,8 @@ export function noBinaryMessage(tried: BinaryAttempt[]): string {
   // What works today, before any package is on the registry: a build for the local toolkit first.
   lines.push(
     "  - Build one for this system's CUDA toolkit (needs nvcc): npx cuda-kernels build",
-    '    (npm install builds it unless npm blocks install scripts; allow ours: npm install --allow-scripts=cuda-kernels).',
+    '    (npm install builds it unless npm blocks install scripts; approve ours: npm install-scripts approve cuda-kernels,',
+    '    then npm rebuild cuda-kernels).',
   );
   if (system !== 'linux-x64') {
     lines.push(`  - Prebuilt binaries are made for linux-x64 only, not ${system}.`);

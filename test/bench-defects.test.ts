@@ -410,6 +410,25 @@ describe('3. every option is checked before the first GPU call', () => {
   });
 });
 
+test('integer options: decimal digits in their range, one line before any GPU check', () => {
+  const main = path.join(root, 'dist', 'cli', 'main.js');
+  if (!fs.existsSync(main)) spawnSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root });
+  const cases: [string[], RegExp][] = [
+    [['bench', 'copy', '--reps', '0'], /'--reps <n>' argument '0' is invalid\. not an integer of at least 1: 0$/],
+    [['bench', 'copy', '--reps', '-3'], /not an integer of at least 1: -3$/],
+    [['bench', 'copy', '--reps', '0x10'], /not an integer of at least 1: 0x10$/],
+    [['bench', 'copy', '--rounds', '0'], /not an integer of at least 1: 0$/],
+    [['bench', 'copy', '--device', ''], /not an integer of at least 0:$/],
+    [['apsp', 'g.txt', 'o.txt', '--block-factor', '0'], /not an integer from 1 to 256: 0$/],
+    [['apsp', 'g.txt', 'o.txt', '--block-factor', '999'], /not an integer from 1 to 256: 999$/],
+  ];
+  for (const [args, want] of cases) {
+    const r = spawnSync(process.execPath, [main, ...args], { cwd: root, encoding: 'utf8' });
+    expect([args.join(' '), r.status, r.stderr.trim()]).toEqual([args.join(' '), 1, expect.stringMatching(want)]);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  }
+});
+
 describe('4. the merge key', () => {
   test("apsp-multi's one-GPU baseline and apsp's fast row are both kept (the family is part of the key)", () => {
     const merged = mergeRows(

@@ -23,17 +23,19 @@ function packageVersion(): string {
   return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
-function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`not a non-negative integer: ${value}`);
-  return n;
+/** A parser for integer options from `min` to `max`, in decimal digits only (Number() also reads `0x10`, `1e3` and ''). */
+function intFrom(min: number, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(
+        `not an integer ${max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`}: ${value}`,
+      );
+    return n;
+  };
 }
-
-function atLeastOne(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
-  return n;
-}
+const nonNegativeInt = intFrom(0);
+const atLeastOne = intFrom(1);
 
 const program = new Command();
 program
@@ -75,17 +77,17 @@ program
     '--pair [a,b]',
     "time only methods a and b, alternating in both orders over many rounds (the protocol of every quoted ratio); without a,b each family's own claims",
   )
-  .option('--rounds <n>', 'rounds of the pair protocol (each runs a, a, b, b)', positiveInt, 20)
+  .option('--rounds <n>', 'rounds of the pair protocol (each runs a, a, b, b)', atLeastOne, 20)
   .option(
     '--energy-ms <ms>',
     "with --pair: also each method's joules per run, from the GPU's energy counter (NVML) over phases a, b, b, a of at least ms each (2000 is a good length; 0: off)",
-    positiveInt,
+    nonNegativeInt,
     0,
   )
-  .option('--reps <n>', 'timed repetitions per item (median reported)', positiveInt, 10)
-  .option('--warmup <n>', 'untimed runs before timing', positiveInt, 2)
+  .option('--reps <n>', 'timed repetitions per item (median reported)', atLeastOne, 10)
+  .option('--warmup <n>', 'untimed runs before timing', nonNegativeInt, 2)
   .option('--quick', 'small sizes only', false)
-  .option('--device <i>', 'device index', positiveInt, 0)
+  .option('--device <i>', 'device index', nonNegativeInt, 0)
   .option('--out <dir>', 'folder of the result files', path.join('bench', 'results'))
   .option('--no-charts', 'skip the SVG and PNG charts (they need the optional vega, vega-lite, @resvg/resvg-js)')
   .addHelpText('after', () => familiesHelp())
@@ -120,8 +122,8 @@ program
   .option('--method <name>', 'basic, shared, fast or auto', 'auto')
   .option('--format <fmt>', 'output format: text or binary (default: binary for .bin, else text)')
   .option('--input-format <fmt>', 'input format: text, dimacs or binary (default: from the extension)')
-  .option('--block-factor <n>', 'block factor of the basic method (1-256)', positiveInt)
-  .option('--device <i>', 'device index', positiveInt, 0)
+  .option('--block-factor <n>', 'block factor of the basic method (1-256)', intFrom(1, 256))
+  .option('--device <i>', 'device index', nonNegativeInt, 0)
   .option('--no-progress', 'no progress line on stderr')
   .option('--distributed', 'split the graph over the ranks of a job (cuda-kernels launch, mpirun, srun): a band each')
   .option('--cpu', 'run the CPU reference (Floyd–Warshall on one core) instead of the GPU: graphs up to 4096 vertices')
@@ -140,19 +142,19 @@ program
   .argument('[args...]', "the script's arguments")
   .option('--nproc-per-node <n>', 'ranks on this host', atLeastOne, 1)
   .option('--nnodes <n>', 'hosts in the job', atLeastOne, 1)
-  .option('--node-rank <i>', "this host's index in the job", positiveInt, 0)
+  .option('--node-rank <i>', "this host's index in the job", nonNegativeInt, 0)
   .option(
     '--master-addr <host>',
     "rank 0's host, where it serves the bootstrap (default 127.0.0.1; required with --nnodes > 1)",
   )
-  .option('--master-port <port>', "rank 0's bootstrap port", positiveInt, 29500)
+  .option('--master-port <port>', "rank 0's bootstrap port", intFrom(1, 65535), 29500)
   .option(
     '--job-id <id>',
     'the job token every rank presents (default: $CUDA_KERNELS_JOB_ID, else random; required with --nnodes > 1)',
   )
   .option('--no-node', 'run <script> as a command of its own instead of with Node.js')
   .option('--no-prefix', "do not prefix the ranks' output lines with [rank<r>]:")
-  .option('--kill-timeout <ms>', 'after one rank fails, how long the others get before SIGKILL', positiveInt, 10000)
+  .option('--kill-timeout <ms>', 'after one rank fails, how long the others get before SIGKILL', nonNegativeInt, 10000)
   .passThroughOptions()
   .action(async (script: string, args: string[], opts) => {
     const { launch } = await import('./launch');
