@@ -524,8 +524,15 @@ cudaError_t prepareFast(int device, int sms, const Problem& pb, const T* in, con
   cudaError_t err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err != cudaSuccess) return err;
   if (variant < 0) {
-    variant = 0;
-    while (variant < 3 && fastKernelAt<T>(variant).sharedBytes > static_cast<size_t>(optin)) ++variant;
+    // The first entry whose shared memory fits: its dynamic buffers plus its static warpMax array
+    // (a block's opt-in limit counts both).
+    for (variant = 0; variant < 3; ++variant) {
+      const FastKernel<T> k = fastKernelAt<T>(variant);
+      cudaFuncAttributes attr{};
+      err = cudaFuncGetAttributes(&attr, k.fn);
+      if (err != cudaSuccess) return err;
+      if (k.sharedBytes + attr.sharedSizeBytes <= static_cast<size_t>(optin)) break;
+    }
   }
   FastKernel<T>& fast = plan->kernel;
   fast = fastKernelAt<T>(variant);
