@@ -417,6 +417,12 @@ describe('cuda-kernels launch', () => {
     const missing = await collect(startLauncher(['--no-node', path.join(tmp, 'no-such-command')]));
     expect(missing.code).toBe(127);
     expect(missing.stderr).toMatch(/could not start/);
+    // A Node script that does not exist: one line, no rank started.
+    const noScript = await collect(startLauncher(['--nproc-per-node', '2', path.join(tmp, 'no-such-script.js')]));
+    expect(noScript.code).toBe(1);
+    expect(noScript.stderr.trim()).toMatch(/^cuda-kernels: RangeError: launch: no script .*no-such-script\.js/);
+    expect(noScript.stderr.trim().split('\n')).toHaveLength(1);
+    expect(noScript.stdout).toBe('');
     const bad = await collect(startLauncher(['--nproc-per-node', '0', script]));
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/nproc-per-node/);

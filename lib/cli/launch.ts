@@ -3,6 +3,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as os from 'node:os';
+import * as path from 'node:path';
 
 /** Options of {@link launch}, as the `launch` command parses them. */
 export interface LaunchOptions {
@@ -214,6 +215,15 @@ export function launch(
   checkOptions(opts, options.masterAddr !== undefined);
   if (typeof script !== 'string' || script === '')
     throw new TypeError('launch needs a script (or, with --no-node, a command)');
+  // A script Node cannot find is one line here, not every rank's stack trace (Node's own flags, such
+  // as `-r x`, pass as they are).
+  if (opts.node && !script.startsWith('-')) {
+    try {
+      require.resolve(path.resolve(script));
+    } catch {
+      throw new RangeError(`launch: no script ${script} (from ${process.cwd()}); with --no-node it is a command`);
+    }
+  }
   opts.jobId = resolveJobId(opts);
 
   // A stream that failed (EPIPE: the reader went away) gets nothing more.

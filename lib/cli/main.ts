@@ -70,7 +70,7 @@ program
 program
   .command('bench')
   .description('benchmark kernel families and merge the results into bench/results/<gpu>.json')
-  .argument('[families...]', 'families to run, or "all"', [])
+  .argument('[families...]', 'families to run, or "all" (the default)')
   .option('--sizes <list>', 'comma-separated sizes (the family says what a size means)', intList)
   .option('--methods <list>', 'comma-separated methods', (v: string) => v.split(','))
   .option(
