@@ -208,6 +208,23 @@ describe('quoted #includes beside the source (NVRTC looks in the folder of optio
     expect(entries()).toHaveLength(1);
   });
 
+  test('with --no-source-include the folder of options.name is not searched, as NVRTC does not', () => {
+    const src = path.join(dir, 'src');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, 'params.h'), '#define SCALE 2.0f\n');
+    const { cache, compiler } = makeCache();
+    const req = request({
+      source: '#include "params.h"\n' + SAXPY,
+      name: path.join(src, 'k.cu'),
+      options: ['--std=c++17', '--no-source-include'],
+    });
+    const before = cache.keyOf(req, compiler.load());
+    fs.writeFileSync(path.join(src, 'params.h'), '#define SCALE 3.0f\n');
+    expect(cache.keyOf(req, compiler.load())).toBe(before); // not the header NVRTC reads
+    cache.get(req);
+    expect(entries()).toEqual([]); // found nowhere else: kept in memory only
+  });
+
   test('a quoted #include the scan found nowhere keeps the compiled code in memory only', async () => {
     const { cache } = makeCache();
     const req = request({ source: '#include "only_nvrtc_knows.h"\n' + SAXPY });
@@ -795,6 +812,39 @@ describe('size bound and clearing', () => {
     const small = makeCache({}, { maxBytes: 12 * size }).cache;
     for (let i = 0; i < 3; i++) small.get(request({ source: SAXPY + `//x${i}` }));
     expect(entries().length).toBeLessThanOrEqual(12);
+  });
+
+  test('writes made while a scan off the JS thread runs are counted after it (the bound holds at the next write)', async () => {
+    const size = entryBytes();
+    const { cache } = makeCache({}, { maxBytes: 4 * size });
+    // The scan's readdir answers with the folder as it was when called, but only once released: a scan
+    // that takes a while (50 000 entries) while this process keeps writing.
+    const promises = fsModule().promises;
+    const realReaddir = promises.readdir.bind(promises);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const readdir = jest.spyOn(promises, 'readdir').mockImplementation((async (d: fs.PathLike) => {
+      const names = await realReaddir(d);
+      await gate;
+      return names;
+    }) as unknown as typeof promises.readdir);
+    try {
+      // First write: the scan is due (none yet) and starts off the JS thread.
+      await cache.getAsync(request({ source: SAXPY + '//first' }));
+      const scan = cache.scanning;
+      expect(scan).not.toBeNull();
+      // Ten writes land while it runs (it read the folder before them).
+      for (let i = 0; i < 10; i++) await cache.getAsync(request({ source: SAXPY + `//during${i}` }));
+      release();
+      await scan;
+    } finally {
+      readdir.mockRestore();
+    }
+    expect(entries().length).toBe(11);
+    // The next write: 12 entries on disk, bound 4. It should scan (its own writes passed the bound).
+    await cache.getAsync(request({ source: SAXPY + '//after' }));
+    await cache.scanning;
+    expect(entries().length).toBeLessThanOrEqual(4);
   });
 
   /** Lookups in a new process (test/harness/kernel-cache-hits.ts) run in `cwd`, which then exits by itself. */

@@ -616,6 +616,33 @@ __global__ void scale(T* x, T a, long long n) {
     }
   });
 
+  test('two handles to one kernel: a smaller opt-in through one does not lower what the other was granted', () => {
+    const p = ck.deviceProperties(0);
+    const src = `extern "C" __global__ void fillDyn(float* out, int n) {
+  extern __shared__ float tile[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) tile[i] = i;
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = tile[n - 1 - i];
+}
+// ${seed} two handles`;
+    const mod = ck.compile(src);
+    const a = mod.kernel('fillDyn');
+    const b = mod.kernel('fillDyn', 'float* out, int n');
+    const big = Math.min(p.sharedMemPerBlockOptin - 1024, 100 * 1024);
+    const mid = Math.min(big - 4096, 64 * 1024);
+    for (const [k, bytes] of [
+      [a, big],
+      [b, mid],
+      [a, big],
+    ] as const) {
+      const n = bytes / 4;
+      using out = ck.empty('float32', n);
+      k.launch({ grid: 1, block: 256, sharedMem: bytes }, out, n);
+      const host = out.toHostSync();
+      expect([host[0], host[n - 1]]).toEqual([n - 1, 0]);
+    }
+  });
+
   test('typed arrays for a pointee named by a typedef or options.defines, checked and computed', () => {
     const src = `typedef double real;
 extern "C" __global__ void twice(const real* x, real* y, int n) {

@@ -125,17 +125,21 @@ describe('pointees: a typed array where the dtype is known, any array only where
     },
   );
 
-  test('a pointee the scan cannot name is refused, naming options.signatures; structs it saw take any array', () => {
-    expect(() => parseParam('Particle* p', 'p')).toThrow(/cannot tell what Particle is.*options\.signatures/);
-    expect(() => parseParam('T* p', 'p')).toThrow(UnsupportedParam);
-    const ctx = typeContext(
-      'struct Particle { float x, y; };\ntypedef struct { int a; } Pair;\nenum class Mode : int { A };',
-    );
-    for (const t of ['Particle', 'Pair', 'Mode'])
-      expect(parseParam(`${t}* p`, 'p', ctx).type).toMatchObject({ dtype: null });
-    // A struct declared in a string header counts too.
-    const fromHeader = typeContext('#include "p.h"\n', [['p.h', 'struct Particle { float x; };']]);
-    expect(parseParam('const Particle* p', 'p', fromHeader).type).toMatchObject({ dtype: null, readOnly: true });
+  test('a pointee of no dtype here takes any array: structs (in namespaces too), header types, names the scan cannot resolve', () => {
+    const ctx = typeContext('namespace ns { struct Particle { float x, v; }; }\ntypedef struct { int a; } Pair;');
+    for (const decl of [
+      'Particle* p',
+      'ns::Particle* p',
+      'Pair* p',
+      'T* p',
+      'const __nv_fp8_e4m3* p',
+      '__nv_fp8x4_e4m3* p',
+      'const cuFloatComplex* p',
+    ])
+      expect(parseParam(decl, 'p', ctx).type).toMatchObject({ kind: 'pointer', dtype: null });
+    // An alias of a template type is not expanded: the name stays, and takes any array.
+    const tmpl = typeContext('using F = cuda::std::conditional_t<true, float, double>;');
+    expect(parseParam('F* x', 'x', tmpl).type).toMatchObject({ kind: 'pointer', dtype: null });
   });
 
   test('aliases resolve: typedef, using, object-like #define, options.defines, a qualifier macro', () => {
@@ -156,12 +160,68 @@ describe('pointees: a typed array where the dtype is known, any array only where
     expect(parseParam('idx n', 'n', typeContext('typedef long long idx;')).type).toMatchObject({ scalar: 'int64' });
   });
 
-  test('an alias with two meanings (#ifdef branches) is refused, not guessed', () => {
-    const src = '#ifdef USE_DOUBLE\n#define real double\n#else\n#define real float\n#endif\n';
-    expect(() => parseParam('real* x', 'x', typeContext(src))).toThrow(/defined more than once/);
-    expect(() => parseParam('real* x', 'x', typeContext('#define real float\n#undef real\n'))).toThrow(
-      UnsupportedParam,
+  test('an alias with two meanings, or defined only in a conditional block, is not guessed: any array', () => {
+    const dtypeOf = (src: string, decl = 'real* x', defines: [string, string | null][] = []) => {
+      const t = parseParam(decl, 'x', typeContext(src, [], defines)).type;
+      return t.kind === 'pointer' ? t.dtype : t.scalar;
+    };
+    expect(dtypeOf('#ifdef USE_DOUBLE\n#define real double\n#else\n#define real float\n#endif\n')).toBeNull();
+    expect(dtypeOf('#define real float\n#undef real\n')).toBeNull();
+    // Only in a block not known to be taken (types.h, a file, may say float): not double.
+    expect(dtypeOf('#include "types.h"\n#ifdef USE_DOUBLE\n#define real double\n#endif\n')).toBeNull();
+    expect(dtypeOf('#if 0\n#define real double\n#endif\n')).toBeNull();
+    expect(dtypeOf('/* #define real double */\n// #define real double\n')).toBeNull();
+    // A scalar of two meanings is refused, saying so.
+    expect(() => dtypeOf('#ifdef A\n#define real double\n#else\n#define real float\n#endif\n', 'real a')).toThrow(
+      /more than one meaning.*options\.signatures/,
     );
+    // A default in #ifndef: the define of options.defines wins, else the default holds.
+    const withDefault = '#ifndef real\n#define real float\n#endif\n';
+    expect(dtypeOf(withDefault, 'real* x', [['real', 'double']])).toBe('float64');
+    expect(dtypeOf(withDefault)).toBe('float32');
+    // An include guard is not a conditional block.
+    expect(dtypeOf('#ifndef TYPES_H\n#define TYPES_H\n#define real double\n#endif\n')).toBe('float64');
+  });
+
+  test('aliases rename types, never parameters; typedefs inside a struct or function are not aliases', () => {
+    const src = 'struct Grid { using index = long long; };\nstruct Vec3 { typedef float scalar; };\n';
+    const ctx = typeContext(src);
+    expect(parseParam('int index', 'a', ctx)).toMatchObject({ name: 'index', type: { scalar: 'int32', size: 4 } });
+    expect(parseParam('float scalar', 'a', ctx)).toMatchObject({ name: 'scalar', type: { scalar: 'float32' } });
+    expect(parseParam('index* p', 'a', ctx).type).toMatchObject({ dtype: null });
+    // A parameter named like a global alias keeps its name and its written type.
+    const global = typeContext('typedef double real;');
+    expect(parseParam('float real', 'a', global)).toMatchObject({ name: 'real', type: { scalar: 'float32' } });
+    expect(parseParam('ns::real* x', 'x', typeContext('namespace ns { typedef double real; }')).type).toMatchObject({
+      dtype: 'float64',
+    });
+  });
+
+  test('expansion stops: a macro in its own expansion, cycles and growth', () => {
+    const cases = ['#define CONST CONST CONST\n', '#define A B\n#define B A\n', '#define M M M M M M M M\n'];
+    for (const src of cases) {
+      const t0 = performance.now();
+      const p = parseParam('CONST A M float* x', 'x', typeContext(src));
+      expect(performance.now() - t0).toBeLessThan(200);
+      expect(p.name).toBe('x');
+    }
+  });
+
+  test('the scan of a source is linear: long comments, blanks and defines take milliseconds', () => {
+    const long = ' doc'.repeat(250_000); // 1 MB
+    const sources = [
+      `typedef /*${long} */ struct {\n  float x;\n} P;\n`,
+      `typedef struct /*${long} */ { float x; } P;\n`,
+      `using X =${' '.repeat(1_000_000)}{\n`,
+      `#define real double /*${long} */\n`,
+      `typedef${' '.repeat(1_000_000)}float f;\n`,
+    ];
+    for (const src of sources) {
+      const t0 = performance.now();
+      typeContext(src);
+      findKernels(src);
+      expect(performance.now() - t0).toBeLessThan(1500);
+    }
   });
 
   test('at compile level: a kernel over a typedef or a define takes only arrays of its dtype', () => {
@@ -177,8 +237,10 @@ describe('pointees: a typed array where the dtype is known, any array only where
       defines: [['real', 'double']],
     });
     expect(viaDefine.params.scale[0].type).toMatchObject({ dtype: 'float64' });
-    // Without the define the parameter cannot be told: no parameter list is kept, kernel() says why.
-    expect(describeKernels('extern "C" __global__ void scale(real* x, int n) { }').params).toEqual({});
+    // Without the define the scan cannot tell what real is: any array, as for a struct.
+    expect(describeKernels('extern "C" __global__ void scale(real* x, int n) { }').params.scale[0].type).toMatchObject({
+      dtype: null,
+    });
   });
 
   test('template defaults that name earlier parameters are filled in', () => {
@@ -285,6 +347,35 @@ __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`
     // Real overloads stay two.
     const two = 'extern "C++" __global__ void f(float* x) {}\n__global__ void f(double* x) {}';
     expect(findKernels(two)).toHaveLength(2);
+    // Spellings of one type are one declaration.
+    for (const [a, b] of [
+      ['unsigned n', 'unsigned int n'],
+      ['const float* x', 'float const* x'],
+      ['const int n', 'int n'],
+      ['float* const p', 'float* p'],
+      ['float x[]', 'float* x'],
+    ])
+      expect([a, b, findKernels(`__global__ void g(${a});\n__global__ void g(${b}) {}`).length]).toEqual([a, b, 1]);
+    for (const [a, b] of [
+      ['long n', 'long long n'],
+      ['float* a', 'float a'],
+      ['const float* x', 'float* x'],
+    ])
+      expect([a, b, findKernels(`__global__ void g(${a});\n__global__ void g(${b}) {}`).length]).toEqual([a, b, 2]);
+  });
+
+  test('templates: a default on the declaration holds for the definition; other template heads stay apart', () => {
+    const src =
+      'template <typename T, int BLOCK = 256> __global__ void k(T* x, int n);\n' +
+      'template <typename T, int BLOCK> __global__ void k(T* x, int n) { }\n';
+    expect(findKernels(src)).toHaveLength(1);
+    expect(kernelSignature('k<float>', findKernels(src), {})).toMatchObject({ ok: true });
+    const two =
+      'template <typename T> __global__ void fill(T* x, int n) { }\n' +
+      'template <typename T, int V> __global__ void fill(T* x, int n) { }\n';
+    expect(findKernels(two)).toHaveLength(2);
+    const sig = kernelSignature('fill<float>', findKernels(two), {});
+    expect(sig.ok && sig.params[0].type).toMatchObject({ dtype: 'float32' });
   });
 
   test('unknown kernels and overloads say what to do', () => {

@@ -335,6 +335,8 @@ export class KernelCache {
   /** The entries' bytes at the last scan plus this process's writes since; null before the first scan. */
   #knownBytes: number | null = null;
   #writesSinceScan = 0;
+  /** This process's writes to the folder, in all: a scan counts those made while it ran. */
+  #written = { bytes: 0, count: 0 };
   /** The scan getAsync started (off the JS thread), while it runs. */
   #scanning: Promise<void> | null = null;
 
@@ -367,7 +369,9 @@ export class KernelCache {
     const includes: IncludeSet = resolveIncludes(request.source, {
       headers: request.headers.length === 0 ? NO_HEADERS : new Map(request.headers),
       searchDirs: searchDirs(request, loc),
-      sourceDir: path.dirname(path.resolve(request.name)),
+      sourceDir: request.options.some((o) => o === '--no-source-include' || o === '-no-source-include')
+        ? null
+        : path.dirname(path.resolve(request.name)),
     });
     if (includes.computed) return { key: null, disk: false };
     const material = JSON.stringify([
@@ -539,6 +543,7 @@ export class KernelCache {
     const bytes = this.#write(key, code);
     if (bytes > 0 && this.#knownBytes !== null) this.#knownBytes += bytes;
     this.#writesSinceScan++;
+    this.#written = { bytes: this.#written.bytes + Math.max(bytes, 0), count: this.#written.count + 1 };
     const due =
       this.#knownBytes === null || this.#knownBytes > this.maxBytes || this.#writesSinceScan >= RESCAN_AFTER_WRITES;
     if (!due) return;
@@ -600,6 +605,7 @@ export class KernelCache {
 
   /** {@link KernelCache.enforceBound} with the folder read and the files removed off the JS thread. */
   async #enforceBoundAsync(): Promise<void> {
+    const before = this.#written;
     let names: string[];
     try {
       names = await fs.promises.readdir(this.dir);
@@ -627,7 +633,9 @@ export class KernelCache {
         this.stats.evicted++;
       total -= e.bytes;
     }
-    this.#scanned(total);
+    // Writes that landed while it ran may not have been seen: counted on top, so that the next write
+    // scans again if they pass the bound.
+    this.#scanned(total + this.#written.bytes - before.bytes, this.#written.count - before.count);
   }
 
   /** One name of the folder: an entry goes to `out`, a stale temporary file to `remove`. */
@@ -640,10 +648,10 @@ export class KernelCache {
       out.push({ file, bytes: st.size, mtimeMs: Math.max(st.mtimeMs, this.#touched.get(file) ?? 0) });
   }
 
-  /** A scan found `total` bytes of entries left (after its evictions). */
-  #scanned(total: number): void {
+  /** A scan found `total` bytes of entries left (after its evictions), `writes` of ours not counted in it. */
+  #scanned(total: number, writes = 0): void {
     this.#knownBytes = total;
-    this.#writesSinceScan = 0;
+    this.#writesSinceScan = writes;
   }
 
   /** @internal The scan getAsync started, if one is running (tests wait for it). */

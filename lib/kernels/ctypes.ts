@@ -127,30 +127,16 @@ for (const [prefix, dtype] of [
 POINTEE_DTYPES.double4_16a = POINTEE_DTYPES.double4_32a = 'float64';
 
 /**
- * Pointees known to have no dtype here: their pointers take any array (the kernel reinterprets its
- * bytes). Any other pointee that the scan cannot name (an alias it could not resolve, a type from a
- * header file) is refused, so that no array is reinterpreted by mistake; structs, classes, unions and
- * enums declared in the source or its string headers count as known.
- */
-const RAW_POINTEES = new Set<string>(['void', 'half2', '__half2', 'nv_bfloat162', '__nv_bfloat162']);
-for (const prefix of ['char', 'uchar', 'short', 'ushort', 'long', 'ulong', 'longlong', 'ulonglong']) {
-  for (const w of [1, 2, 3, 4]) RAW_POINTEES.add(`${prefix}${w}`);
-  RAW_POINTEES.add(`${prefix}4_16a`);
-  RAW_POINTEES.add(`${prefix}4_32a`);
-}
-
-/**
  * What a source tells about type names, for the parameters of its kernels: aliases (object-like
- * `#define`s, `typedef`s, `using X = …`, `options.defines`), each to the text it stands for, or to
- * null where it has several (`#ifdef` branches: the scan cannot tell which one holds); and the
- * aggregates (struct, class, union, enum) it declares.
+ * `#define`s outside conditional blocks, `typedef`s and `using X = …` at namespace scope,
+ * `options.defines`), each to the text it stands for, or to null where the scan cannot tell which of
+ * several meanings holds (`#ifdef` branches, `#undef`).
  */
 export interface TypeContext {
   aliases: ReadonlyMap<string, string | null>;
-  aggregates: ReadonlySet<string>;
 }
 
-export const NO_TYPE_CONTEXT: TypeContext = { aliases: new Map(), aggregates: new Set() };
+export const NO_TYPE_CONTEXT: TypeContext = { aliases: new Map() };
 
 /** The C++ spelling of each dtype (used by the generated kernels). */
 export const C_TYPE_OF: Record<Dtype, string> = {
@@ -241,22 +227,19 @@ export function parseParam(
   if (eq >= 0) text = text.slice(0, eq).trim();
   // Attributes: [[…]] and __attribute__((…)).
   text = text.replace(/\[\[[^\]]*\]\]/g, ' ').replace(/__attribute__\s*\(\(.*?\)\)/g, ' ');
-  const tokens = expandAliases(tokenize(text), context, declaration);
-  if (tokens.includes('(')) throw new UnsupportedParam('function pointers cannot be passed from JavaScript');
-  if (tokens.includes('&')) throw new UnsupportedParam('a reference cannot be passed to a kernel; pass a pointer');
-  if (tokens.includes('<'))
+  const written = tokenize(text);
+  if (written.includes('(')) throw new UnsupportedParam('function pointers cannot be passed from JavaScript');
+  if (written.includes('&')) throw new UnsupportedParam('a reference cannot be passed to a kernel; pass a pointer');
+  if (written.includes('<'))
     throw new UnsupportedParam('template types cannot be passed from JavaScript (give a plain scalar or pointer)');
   // Array brackets after the name (`float x[]`, `float x[4]`) make a pointer, as in any C parameter.
-  let stars = tokens.filter((t) => t === '*').length;
-  const open = tokens.indexOf('[');
-  const core = open >= 0 ? tokens.slice(0, open) : tokens;
-  if (open >= 0) stars += 1;
-  const words = core.filter((t) => t !== '*');
-  if (words.some((w) => !IDENT.test(w))) throw new UnsupportedParam(`cannot read the declaration "${declaration}"`);
-  // The name is the last word when more than the type is left (`float x`), none otherwise (`float`).
-  const significant = words.filter((w) => !QUALIFIERS.has(w));
-  let name = fallbackName;
-  let typeWords = words;
+  const open = written.indexOf('[');
+  const core = open >= 0 ? written.slice(0, open) : written;
+  if (core.some((w) => w !== '*' && !IDENT.test(w)))
+    throw new UnsupportedParam(`cannot read the declaration "${declaration}"`);
+  // The name is the last word when more than the type is left (`float x`), none otherwise (`float`),
+  // found on the declaration as written: an alias never renames a parameter.
+  const significant = core.filter((w) => w !== '*' && !QUALIFIERS.has(w));
   const last = core.length > 0 ? core[core.length - 1] : undefined;
   const lastIsName =
     last !== undefined &&
@@ -264,33 +247,20 @@ export function parseParam(
     !QUALIFIERS.has(last) &&
     significant.length >= 2 &&
     !isTypeWordPair(significant);
-  if (lastIsName) {
-    name = last;
-    typeWords = words.slice(0, words.lastIndexOf(last));
-  }
+  const name = lastIsName ? last : fallbackName;
+  // Then only the type's words go through the source's aliases (`real* x` with `typedef double real`).
+  const { tokens: typeTokens, unsure } = expandAliases(lastIsName ? core.slice(0, -1) : core, context);
+  const stars = typeTokens.filter((t) => t === '*').length + (open >= 0 ? 1 : 0);
+  const typeWords = typeTokens.filter((t) => t !== '*');
   // Qualifiers before the first `*` qualify the pointee: `const float* p` only reads.
-  const firstStar = core.indexOf('*');
-  const pointeeWords = firstStar >= 0 ? core.slice(0, firstStar) : typeWords;
-  const base = canonicalType(typeWords.filter((w) => w !== '*'));
+  const firstStar = typeTokens.indexOf('*');
+  const pointeeWords = firstStar >= 0 ? typeTokens.slice(0, firstStar) : typeWords;
+  const base = canonicalType(typeWords);
   const typeText = typeWords.join(' ') + (stars > 0 ? ' ' + '*'.repeat(stars) : '');
   if (stars > 0) {
-    let dtype: Dtype | null = null;
-    if (stars === 1) {
-      dtype = Object.hasOwn(POINTEE_DTYPES, base) ? POINTEE_DTYPES[base] : null;
-      const elaborated = words.some((w) => w === 'struct' || w === 'class' || w === 'union' || w === 'enum');
-      if (
-        dtype === null &&
-        !elaborated &&
-        !RAW_POINTEES.has(base) &&
-        !Object.hasOwn(SCALARS, base) &&
-        !context.aggregates.has(base)
-      )
-        throw new UnsupportedParam(
-          `the scan cannot tell what ${base} is (an alias it could not resolve, or a type from a header file), ` +
-            `so it cannot check the array passed for it: give the parameter list in options.signatures ` +
-            `(with double*, float* … for a typed array, or void* for any array)`,
-        );
-    }
+    // A pointee of no dtype here (void, char, a struct, a name the scan cannot resolve or finds two
+    // meanings for) takes any array, whose bytes the kernel reinterprets.
+    const dtype = stars === 1 && !unsure && Object.hasOwn(POINTEE_DTYPES, base) ? POINTEE_DTYPES[base] : null;
     return {
       name,
       type: {
@@ -302,44 +272,46 @@ export function parseParam(
       },
     };
   }
-  const scalar = Object.hasOwn(SCALARS, base) ? SCALARS[base] : undefined;
+  const scalar = !unsure && Object.hasOwn(SCALARS, base) ? SCALARS[base] : undefined;
   if (scalar === undefined) {
     throw new UnsupportedParam(
       `type ${base} cannot be passed from JavaScript: a parameter is a pointer or one of ` +
-        'bool, (unsigned) char/short/int/long/long long, the <cstdint> types, size_t, float, double, __half or __nv_bfloat16',
+        'bool, (unsigned) char/short/int/long/long long, the <cstdint> types, size_t, float, double, __half or __nv_bfloat16' +
+        (unsure
+          ? ` (the source gives ${base} more than one meaning: give the parameter list in options.signatures)`
+          : ''),
     );
   }
   return { name, type: { kind: 'scalar', scalar, size: SCALAR_SIZES[scalar], text: typeText } };
 }
 
+/** Tokens an expansion may grow to: beyond, the type is read as written. */
+const MAX_EXPANDED_TOKENS = 64;
+
 /**
- * `tokens` with every alias of `context` replaced by the tokens it stands for, again until none is
- * left (at most 16 rounds: a macro that names itself stops there, as the preprocessor stops it).
+ * A type's tokens with each alias of `context` replaced by what it stands for, recursively, except
+ * inside its own expansion (as the preprocessor does). `unsure`: an alias with several meanings was
+ * met. An expansion that is not a plain type (a template, a function type) or grows past
+ * MAX_EXPANDED_TOKENS leaves the tokens as written.
  */
-function expandAliases(tokens: string[], context: TypeContext, declaration: string): string[] {
-  if (context.aliases.size === 0) return tokens;
-  let out = tokens;
-  for (let round = 0; round < 16; round++) {
-    let changed = false;
-    const next: string[] = [];
-    for (const t of out) {
-      if (!context.aliases.has(t)) {
-        next.push(t);
-        continue;
-      }
-      const value = context.aliases.get(t);
-      if (value === null || value === undefined)
-        throw new UnsupportedParam(
-          `${t} in "${declaration.trim()}" is defined more than once in the source (#ifdef branches?), so the ` +
-            'scan cannot tell which definition holds: give the parameter list in options.signatures',
-        );
-      next.push(...tokenize(value));
-      changed = true;
+function expandAliases(tokens: readonly string[], context: TypeContext): { tokens: string[]; unsure: boolean } {
+  if (context.aliases.size === 0) return { tokens: [...tokens], unsure: false };
+  const out: string[] = [];
+  let unsure = false;
+  const walk = (ts: readonly string[], active: ReadonlySet<string>): boolean => {
+    for (const t of ts) {
+      const key = t.includes('::') ? t.slice(t.lastIndexOf('::') + 2) : t;
+      const value = active.has(key) || !context.aliases.has(key) ? undefined : context.aliases.get(key);
+      if (value === null) unsure = true;
+      if (value === undefined || value === null) out.push(t);
+      else if (!walk(tokenize(value), new Set([...active, key]))) return false;
+      if (out.length > MAX_EXPANDED_TOKENS) return false;
     }
-    out = next;
-    if (!changed) break;
-  }
-  return out;
+    return true;
+  };
+  const whole = walk(tokens, new Set());
+  if (!whole || out.some((t) => t !== '*' && !IDENT.test(t))) return { tokens: [...tokens], unsure };
+  return { tokens: out, unsure };
 }
 
 /** `unsigned int`, `long long`: two words that are both part of a type, not a type and a name. */

@@ -91,9 +91,10 @@ export interface IncludeContext {
   searchDirs: readonly string[];
   /**
    * The folder of the source itself, where NVRTC looks for its quoted #includes first (the folder of
-   * the program's name, options.name: the working folder for a bare name). Default: the working folder.
+   * the program's name, options.name: the working folder for a bare name). Default: the working
+   * folder; null: none (NVRTC's --no-source-include).
    */
-  sourceDir?: string;
+  sourceDir?: string | null;
 }
 
 /** What a source includes, as the cache key sees it. */
@@ -145,7 +146,8 @@ export function resolveIncludes(source: string, ctx: IncludeContext): IncludeSet
       }
       // A quoted name is looked for beside the file that includes it first (for the source itself, the
       // folder of its name, as NVRTC adds it unless told --no-source-include).
-      const dirs = d.quoted ? [dir ?? ctx.sourceDir ?? process.cwd(), ...ctx.searchDirs] : ctx.searchDirs;
+      const first = dir ?? (ctx.sourceDir === null ? null : (ctx.sourceDir ?? process.cwd()));
+      const dirs = d.quoted && first !== null ? [first, ...ctx.searchDirs] : ctx.searchDirs;
       let found = false;
       for (const base of dirs) {
         const abs = path.resolve(base, d.name);

@@ -3,9 +3,11 @@
 // `__global__` declarations (extern "C" ones, C++ ones and templates), which is all a launch needs;
 // `options.signatures` covers what it cannot see (kernels made by macros, for instance).
 import {
+  canonicalType,
   NO_TYPE_CONTEXT,
   parseParamList,
   splitTopLevel,
+  topLevelIndex,
   type ParsedParam,
   type TypeContext,
   UnsupportedParam,
@@ -211,10 +213,20 @@ export function findKernels(source: string): KernelDeclaration[] {
     // A declaration and a later definition are one kernel: keyed on the parameters' types (names
     // dropped), the definition's text (with its names) kept, and extern "C" if either says so (C++
     // keeps the linkage of the first declaration).
-    const key = `${name}/${template ? 't' : 'f'}/${paramTypesKey(decl.paramsText)}`;
+    const shape = template ? `t${template.map((p) => (p.kind === 'type' ? 'T' : 'V')).join('')}` : 'f';
+    const key = `${name}/${shape}/${paramTypesKey(decl.paramsText)}`;
     const before = found.get(key);
     if (before === undefined) order.push(key);
-    else decl.externC ||= before.externC;
+    else {
+      decl.externC ||= before.externC;
+      // A template parameter's default is given once, on the first declaration: the definition keeps it.
+      if (decl.template && before.template)
+        decl.template = decl.template.map((p, k) =>
+          p.default === undefined && before.template![k].default !== undefined
+            ? { ...p, default: before.template![k].default }
+            : p,
+        );
+    }
     found.set(key, decl);
     g = close;
   }
@@ -222,16 +234,18 @@ export function findKernels(source: string): KernelDeclaration[] {
 }
 
 /**
- * A parameter list without its parameters' names (nor default arguments): `float* x, int n` and
- * `float*, int` give the same key. A light rule, as in parseParam: a last word is a name when other
- * words that are not all built-in type words stand before it.
+ * A parameter list as the compiler matches declarations: each parameter's type without its name or
+ * default, in canonical words (`unsigned` is `unsigned int`, `float const` is `const float`), `x[]` as
+ * `*`, and without the qualifiers of the parameter itself (`int const n` is `int`, `float* const p` is
+ * `float*`). `float* x, int n` and `float*, int` give the same key. The name is found by the rule of
+ * parseParam: a last word is a name when other words, not all built-in type words, stand before it.
  */
 function paramTypesKey(paramsText: string): string {
   const builtin = new Set(['unsigned', 'signed', 'long', 'short', 'int', 'char', 'double', 'float', 'bool', 'void']);
   const quals = new Set(['const', 'volatile', '__restrict__', '__restrict', 'restrict', 'struct', 'class', 'typename']);
   return splitTopLevel(paramsText)
     .map((decl) => {
-      const eq = decl.indexOf('=');
+      const eq = topLevelIndex(decl, '=');
       const words: string[] = (eq >= 0 ? decl.slice(0, eq) : decl).match(/[A-Za-z_]\w*(?:::\w+)*|\S/g) ?? [];
       const bracket = words.indexOf('[');
       const core = bracket >= 0 ? words.slice(0, bracket) : words;
@@ -243,17 +257,65 @@ function paramTypesKey(paramsText: string): string {
         !quals.has(last) &&
         idents.length >= 2 &&
         !idents.every((w) => builtin.has(w));
-      const kept = named ? [...core.slice(0, -1), ...(bracket >= 0 ? words.slice(bracket) : [])] : words;
-      return kept.join(' ');
+      const type = [...(named ? core.slice(0, -1) : core), ...(bracket >= 0 ? ['*'] : [])];
+      // Segments between the stars: each canonical, its qualifiers sorted; the last one's are the parameter's own.
+      const segments: string[][] = [[]];
+      for (const w of type) {
+        if (w === '*') segments.push([]);
+        else segments[segments.length - 1].push(w);
+      }
+      return segments
+        .map((seg, k) => {
+          const q = k === segments.length - 1 ? [] : seg.filter((w) => quals.has(w) && w !== 'struct' && w !== 'class');
+          const rest = seg.filter((w) => !quals.has(w));
+          return [...new Set(q)]
+            .sort()
+            .concat(rest.length ? [canonicalType(rest)] : [])
+            .join(' ');
+        })
+        .join('*');
     })
     .join(',');
 }
 
 /**
+ * `text` with its comments replaced by spaces (newlines kept), string and character literals left as
+ * they are, preprocessor lines kept: one linear pass.
+ */
+function withoutComments(text: string): string {
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '/' && text[i + 1] === '/') {
+      const end = text.indexOf('\n', i);
+      i = end < 0 ? text.length : end;
+      out += ' ';
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      const j = end < 0 ? text.length : end + 2;
+      out += text.slice(i, j).replace(/[^\n]/g, ' ');
+      i = j;
+    } else if (c === '"' || c === "'") {
+      let j = i + 1;
+      while (j < text.length && text[j] !== c && text[j] !== '\n') j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j + 1;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/**
  * What `source` and its string headers (and `defines`, as -D options) tell about type names: see
- * {@link TypeContext}. A light scan: object-like `#define`s, `typedef`s and `using X = …` anywhere
- * (scopes are not told apart: a name given two meanings is ambiguous), and the names of the structs,
- * classes, unions and enums declared.
+ * {@link TypeContext}. A light scan in linear time. Object-like `#define`s count outside conditional
+ * blocks (an include guard is not one); inside `#ifndef NAME` a `#define NAME` is a default that
+ * `options.defines` overrides; elsewhere in a conditional block, or `#undef`, the name has no known
+ * meaning. `typedef`s and `using X = …` count at namespace scope (not inside a struct or function), by
+ * their last name (`ns::real` is `real`). A name given two meanings has none.
  */
 export function typeContext(
   source: string,
@@ -261,47 +323,97 @@ export function typeContext(
   defines: readonly (readonly [string, string | null])[] = [],
 ): TypeContext {
   const aliases = new Map<string, string | null>();
-  const aggregates = new Set<string>();
   const add = (name: string, value: string | null) => {
     const v = value === null ? null : value.replace(/\s+/g, ' ').trim();
     if (!aliases.has(name)) aliases.set(name, v);
     else if (aliases.get(name) !== v) aliases.set(name, null);
   };
+  const defaults = new Map<string, string>();
+  const given = new Set(defines.map(([name]) => name));
   for (const [name, value] of defines) add(name, value ?? '');
   for (const text of [source, ...headers.map(([, h]) => h)]) {
-    // Object-like macros (a `(` right after the name makes a function-like one, which is left alone).
-    const joined = text.includes('\\') ? text.replace(/\\\r?\n/g, ' ') : text;
-    for (const m of joined.matchAll(/^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)(\(?)(.*)$/gm)) {
-      if (m[1] === 'undef') {
-        if (aliases.has(m[2])) aliases.set(m[2], null);
+    // The preprocessor's lines, continuations joined, comments out.
+    const lines = withoutComments(text.includes('\\') ? text.replace(/\\\r?\n/g, ' ') : text).split('\n');
+    // Open conditional blocks: the name of an `#ifndef NAME` (null for another condition), and
+    // whether it is an include guard (its next directive is `#define NAME`).
+    const open: { ifndef: string | null; guard: boolean; fresh: boolean }[] = [];
+    for (const line of lines) {
+      const m = /^\s*#\s*([a-z]+)\b\s*(.*)$/.exec(line);
+      if (!m) continue;
+      const [, directive, rest] = m;
+      const top = open.length > 0 ? open[open.length - 1] : undefined;
+      const word = /^([A-Za-z_]\w*)/.exec(rest)?.[1] ?? '';
+      if (directive === 'define' && top?.fresh && top.ifndef === word && /^[A-Za-z_]\w*\s*$/.test(rest)) {
+        top.guard = true;
+        top.fresh = false;
         continue;
       }
-      if (m[3] === '(') continue;
-      add(m[2], m[4].replace(/\/\/.*$/, '').replace(/\/\*.*?\*\//g, ' '));
-    }
-    const stripped = stripSource(text);
-    for (const m of stripped.matchAll(/\btypedef\s+([^;{}]*?)\s*\b([A-Za-z_]\w*)\s*;/g)) {
-      if (/[()[\]]/.test(m[1])) continue; // a function pointer or array type
-      add(m[2], m[1]);
-    }
-    for (const m of stripped.matchAll(/\busing\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);/g)) add(m[1], m[2]);
-    for (const m of stripped.matchAll(
-      /\b(?:struct|class|union|enum)\s+(?:class\s+|struct\s+)?(?:(?:alignas|__align__)\s*\([^)]*\)\s*)*([A-Za-z_]\w*)/g,
-    ))
-      aggregates.add(m[1]);
-    // typedef struct { … } Name; (a body with braces inside, so not the typedef pattern above)
-    for (const m of stripped.matchAll(/\btypedef\s+(?:struct|class|union|enum)\b[^;{]*\{/g)) {
-      let depth = 0;
-      let i = (m.index ?? 0) + m[0].length - 1;
-      for (; i < stripped.length; i++) {
-        if (stripped[i] === '{') depth++;
-        else if (stripped[i] === '}' && --depth === 0) break;
+      if (top) top.fresh = false;
+      if (directive === 'if' || directive === 'ifdef') open.push({ ifndef: null, guard: false, fresh: true });
+      else if (directive === 'ifndef') open.push({ ifndef: word || null, guard: false, fresh: true });
+      else if (directive.startsWith('el') && top) top.ifndef = null;
+      else if (directive === 'endif') open.pop();
+      else if (directive === 'undef' && word) aliases.set(word, null);
+      else if (directive === 'define' && word && rest[word.length] !== '(') {
+        const value = rest.slice(word.length);
+        const blocks = open.filter((b) => !b.guard);
+        if (blocks.length === 0) add(word, value);
+        else if (blocks.length === 1 && blocks[0].ifndef === word) defaults.set(word, value);
+        else aliases.set(word, null);
       }
-      const after = /^\s*([A-Za-z_]\w*)\s*;/.exec(stripped.slice(i + 1));
-      if (after) aggregates.add(after[1]);
+    }
+    typedefsAndUsings(tokens(stripSource(text)), add);
+  }
+  for (const [name, value] of defaults) if (!given.has(name) && !aliases.has(name)) add(name, value);
+  return { aliases };
+}
+
+/** The `typedef`s and `using X = …` of a token stream at namespace scope (see {@link typeContext}). */
+function typedefsAndUsings(ts: readonly Token[], add: (name: string, value: string) => void): void {
+  // Open braces: true for a namespace's or an extern "C" block's, false for any other.
+  const scopes: boolean[] = [];
+  let outside = 0; // how many of the open braces are not namespaces
+  const word = (i: number) => (i >= 0 && i < ts.length ? ts[i].text : '');
+  // The index of the `;` that ends the declaration from `i`, outside brackets; -1 at a `{` or `}` first.
+  const endOf = (i: number) => {
+    let depth = 0;
+    for (let j = i; j < ts.length; j++) {
+      const t = ts[j].text;
+      if (t === '(' || t === '[' || t === '<') depth++;
+      else if (t === ')' || t === ']' || t === '>') depth--;
+      else if (t === '{' || t === '}') return -1;
+      else if (t === ';' && depth <= 0) return j;
+    }
+    return -1;
+  };
+  for (let i = 0; i < ts.length; i++) {
+    const t = ts[i].text;
+    if (t === '{') {
+      const ns =
+        word(i - 1) === 'namespace' ||
+        (word(i - 2) === 'namespace' && /^[A-Za-z_]/.test(word(i - 1))) ||
+        (word(i - 1) === '"C"' && word(i - 2) === 'extern');
+      scopes.push(ns);
+      if (!ns) outside++;
+    } else if (t === '}') {
+      if (scopes.pop() === false) outside--;
+    } else if (outside === 0 && t === 'typedef') {
+      const end = endOf(i + 1);
+      if (end < 0) continue; // a typedef of a struct with its body: not an alias of a named type
+      const parts = ts.slice(i + 1, end).map((x) => x.text);
+      const name = parts[parts.length - 1];
+      if (parts.length >= 2 && /^[A-Za-z_]\w*$/.test(name) && !parts.some((x) => x === '(' || x === '['))
+        add(name, parts.slice(0, -1).join(' '));
+      i = end;
+    } else if (outside === 0 && t === 'using' && /^[A-Za-z_]\w*$/.test(word(i + 1)) && word(i + 2) === '=') {
+      const end = endOf(i + 3);
+      if (end < 0) continue;
+      const parts = ts.slice(i + 3, end).map((x) => x.text);
+      // An alias of a template type cannot be a parameter's type as far as a launch is concerned.
+      if (parts.length > 0 && !parts.some((x) => x === '<' || x === '(')) add(word(i + 1), parts.join(' '));
+      i = end;
     }
   }
-  return { aliases, aggregates };
 }
 
 /** Whether `s` is a C identifier (letters, digits, `_`, not starting with a digit), checked without a regex. */

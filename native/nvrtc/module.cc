@@ -83,6 +83,12 @@ KernelAttributes getKernel(Library library, int device, const std::string& name)
 }
 
 void allowSharedMemory(Kernel kernel, int device, int bytes) {
+  // Raised, never lowered: the attribute is the kernel's on the device, shared by every handle to it,
+  // and another may have raised it further for its own launches.
+  useDevice(device);
+  cudaFuncAttributes now{};
+  CK_CUDA(cudaFuncGetAttributes(&now, reinterpret_cast<const void*>(asKernel(kernel))));
+  if (bytes <= now.maxDynamicSharedSizeBytes) return;
   CK_CUDA(cudaKernelSetAttributeForDevice(asKernel(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           bytes, device));
 }

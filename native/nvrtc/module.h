@@ -36,7 +36,8 @@ struct KernelAttributes {
 // `device`. Throws CudaFailure (code cudaErrorSymbolNotFound when there is no such kernel).
 KernelAttributes getKernel(Library library, int device, const std::string& name);
 
-// Lets `kernel` use up to `bytes` of dynamic shared memory on `device` (beyond the default 48 KiB).
+// Lets `kernel` use up to `bytes` of dynamic shared memory on `device` (beyond its default, 48 KiB
+// less its static shared memory); a limit already higher, set through another handle, is kept.
 void allowSharedMemory(Kernel kernel, int device, int bytes);
 
 // Queues `kernel` on `stream` (the device's library stream) with `args[i]` pointing at parameter i.
