@@ -127,10 +127,9 @@ for (const [prefix, dtype] of [
 POINTEE_DTYPES.double4_16a = POINTEE_DTYPES.double4_32a = 'float64';
 
 /**
- * What a source tells about type names, for the parameters of its kernels: aliases (object-like
- * `#define`s outside conditional blocks, `typedef`s and `using X = …` at namespace scope,
- * `options.defines`), each to the text it stands for, or to null where the scan cannot tell which of
- * several meanings holds (`#ifdef` branches, `#undef`).
+ * What the compile options tell about type names, for the parameters of a source's kernels: the
+ * `options.defines` the source does not redefine (see signature.ts typeContext), each to the text it
+ * stands for (null: a name of several meanings, which then resolves to nothing).
  */
 export interface TypeContext {
   aliases: ReadonlyMap<string, string | null>;
@@ -250,6 +249,10 @@ export function parseParam(
   const name = lastIsName ? last : fallbackName;
   // Then only the type's words go through the source's aliases (`real* x` with `typedef double real`).
   const { tokens: typeTokens, unsure } = expandAliases(lastIsName ? core.slice(0, -1) : core, context);
+  // An alias that leaves no type word (a define to nothing) tells nothing: the type as written.
+  if (typeTokens.every((t) => t === '*' || QUALIFIERS.has(t))) {
+    typeTokens.splice(0, typeTokens.length, ...(lastIsName ? core.slice(0, -1) : core));
+  }
   const stars = typeTokens.filter((t) => t === '*').length + (open >= 0 ? 1 : 0);
   const typeWords = typeTokens.filter((t) => t !== '*');
   // Qualifiers before the first `*` qualify the pointee: `const float* p` only reads.

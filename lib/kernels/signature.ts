@@ -149,8 +149,17 @@ export function findKernels(source: string): KernelDeclaration[] {
       blocks.push([i + 2, matching(ts, i + 2)]);
     }
   }
-  const inBlock = (i: number) => blocks.some(([a, b]) => i > a && (b < 0 || i < b));
+  // Whether token i is inside an extern "C" block: one pass over the blocks' ends.
+  const edge = new Int32Array(ts.length + 1);
+  for (const [a, b] of blocks) {
+    edge[a + 1]++;
+    edge[b < 0 ? ts.length : b]--;
+  }
+  const inside = new Uint8Array(ts.length);
+  for (let i = 0, depth = 0; i < ts.length; i++) inside[i] = (depth += edge[i]) > 0 ? 1 : 0;
+  const inBlock = (i: number) => inside[i] === 1;
   const found = new Map<string, KernelDeclaration>();
+  const byTypes = new Map<string, string>();
   const order: string[] = [];
   for (let g = 0; g < ts.length; g++) {
     if (ts[g].text !== '__global__') continue;
@@ -164,11 +173,17 @@ export function findKernels(source: string): KernelDeclaration[] {
     let template: TemplateParam[] | null = null;
     if (b >= 0 && ts[b].text === '>') {
       // Find the `template <` whose `>` this is.
+      // Parentheses are skipped: `bool Big = (N > 2)` holds a `>` of its own.
       let depth = 0;
+      let parens = 0;
       let k = b;
       for (; k >= 0; k--) {
-        if (ts[k].text === '>') depth++;
-        else if (ts[k].text === '<' && --depth === 0) break;
+        const t = ts[k].text;
+        if (t === ')') parens++;
+        else if (t === '(') parens--;
+        else if (parens > 0) continue;
+        else if (t === '>') depth++;
+        else if (t === '<' && --depth === 0) break;
       }
       if (k > 0 && ts[k - 1].text === 'template') {
         template = parseTemplateParams(stripped.slice(ts[k].at + 1, ts[b].at));
@@ -214,7 +229,11 @@ export function findKernels(source: string): KernelDeclaration[] {
     // dropped), the definition's text (with its names) kept, and extern "C" if either says so (C++
     // keeps the linkage of the first declaration).
     const shape = template ? `t${template.map((p) => (p.kind === 'type' ? 'T' : 'V')).join('')}` : 'f';
-    const key = `${name}/${shape}/${paramTypesKey(decl.paramsText)}`;
+    const typed = `${name}/${shape}/${paramTypesKey(decl.paramsText)}`;
+    // C linkage cannot overload: an extern "C" kernel is one by its name, and a later C++-spelled
+    // declaration of the same types is the same function (C++ keeps the first linkage).
+    const key = externC && !template ? `extern-C/${name}` : (byTypes.get(typed) ?? typed);
+    byTypes.set(typed, key);
     const before = found.get(key);
     if (before === undefined) order.push(key);
     else {
@@ -243,7 +262,12 @@ export function findKernels(source: string): KernelDeclaration[] {
 function paramTypesKey(paramsText: string): string {
   const builtin = new Set(['unsigned', 'signed', 'long', 'short', 'int', 'char', 'double', 'float', 'bool', 'void']);
   const quals = new Set(['const', 'volatile', '__restrict__', '__restrict', 'restrict', 'struct', 'class', 'typename']);
-  return splitTopLevel(paramsText)
+  const text = paramsText
+    .replace(/\[\[[^\]]*\]\]/g, ' ')
+    .replace(/__attribute__\s*\(\(.*?\)\)/g, ' ')
+    .trim();
+  if (text === 'void') return '';
+  return splitTopLevel(text)
     .map((decl) => {
       const eq = topLevelIndex(decl, '=');
       const words: string[] = (eq >= 0 ? decl.slice(0, eq) : decl).match(/[A-Za-z_]\w*(?:::\w+)*|\S/g) ?? [];
@@ -279,43 +303,12 @@ function paramTypesKey(paramsText: string): string {
 }
 
 /**
- * `text` with its comments replaced by spaces (newlines kept), string and character literals left as
- * they are, preprocessor lines kept: one linear pass.
- */
-function withoutComments(text: string): string {
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i];
-    if (c === '/' && text[i + 1] === '/') {
-      const end = text.indexOf('\n', i);
-      i = end < 0 ? text.length : end;
-      out += ' ';
-    } else if (c === '/' && text[i + 1] === '*') {
-      const end = text.indexOf('*/', i + 2);
-      const j = end < 0 ? text.length : end + 2;
-      out += text.slice(i, j).replace(/[^\n]/g, ' ');
-      i = j;
-    } else if (c === '"' || c === "'") {
-      let j = i + 1;
-      while (j < text.length && text[j] !== c && text[j] !== '\n') j += text[j] === '\\' ? 2 : 1;
-      out += text.slice(i, j + 1);
-      i = j + 1;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out;
-}
-
-/**
- * What `source` and its string headers (and `defines`, as -D options) tell about type names: see
- * {@link TypeContext}. A light scan in linear time. Object-like `#define`s count outside conditional
- * blocks (an include guard is not one); inside `#ifndef NAME` a `#define NAME` is a default that
- * `options.defines` overrides; elsewhere in a conditional block, or `#undef`, the name has no known
- * meaning. `typedef`s and `using X = …` count at namespace scope (not inside a struct or function), by
- * their last name (`ns::real` is `real`). A name given two meanings has none.
+ * What the compile options tell about type names (see {@link TypeContext}): each of `defines` (the
+ * -D macros) that neither `source` nor its string headers give a meaning of their own. A name that a
+ * preprocessor line mentions (a `#define`, `#undef`, `#ifdef` of it) or that ends a declaration
+ * (`typedef … NAME;`, `using NAME = …`) is left out, as is anything the sources define themselves:
+ * their `#if` branches and scopes are the compiler's to read, and a light scan that guesses them can
+ * hand a launch the wrong dtype (an unresolved pointee takes any array instead). Linear in the text.
  */
 export function typeContext(
   source: string,
@@ -323,97 +316,21 @@ export function typeContext(
   defines: readonly (readonly [string, string | null])[] = [],
 ): TypeContext {
   const aliases = new Map<string, string | null>();
-  const add = (name: string, value: string | null) => {
-    const v = value === null ? null : value.replace(/\s+/g, ' ').trim();
-    if (!aliases.has(name)) aliases.set(name, v);
-    else if (aliases.get(name) !== v) aliases.set(name, null);
-  };
-  const defaults = new Map<string, string>();
-  const given = new Set(defines.map(([name]) => name));
-  for (const [name, value] of defines) add(name, value ?? '');
+  if (defines.length === 0) return { aliases };
+  const touched = new Set<string>();
   for (const text of [source, ...headers.map(([, h]) => h)]) {
-    // The preprocessor's lines, continuations joined, comments out.
-    const lines = withoutComments(text.includes('\\') ? text.replace(/\\\r?\n/g, ' ') : text).split('\n');
-    // Open conditional blocks: the name of an `#ifndef NAME` (null for another condition), and
-    // whether it is an include guard (its next directive is `#define NAME`).
-    const open: { ifndef: string | null; guard: boolean; fresh: boolean }[] = [];
-    for (const line of lines) {
-      const m = /^\s*#\s*([a-z]+)\b\s*(.*)$/.exec(line);
-      if (!m) continue;
-      const [, directive, rest] = m;
-      const top = open.length > 0 ? open[open.length - 1] : undefined;
-      const word = /^([A-Za-z_]\w*)/.exec(rest)?.[1] ?? '';
-      if (directive === 'define' && top?.fresh && top.ifndef === word && /^[A-Za-z_]\w*\s*$/.test(rest)) {
-        top.guard = true;
-        top.fresh = false;
-        continue;
-      }
-      if (top) top.fresh = false;
-      if (directive === 'if' || directive === 'ifdef') open.push({ ifndef: null, guard: false, fresh: true });
-      else if (directive === 'ifndef') open.push({ ifndef: word || null, guard: false, fresh: true });
-      else if (directive.startsWith('el') && top) top.ifndef = null;
-      else if (directive === 'endif') open.pop();
-      else if (directive === 'undef' && word) aliases.set(word, null);
-      else if (directive === 'define' && word && rest[word.length] !== '(') {
-        const value = rest.slice(word.length);
-        const blocks = open.filter((b) => !b.guard);
-        if (blocks.length === 0) add(word, value);
-        else if (blocks.length === 1 && blocks[0].ifndef === word) defaults.set(word, value);
-        else aliases.set(word, null);
-      }
+    for (const line of text.split(/\r?\n/)) {
+      if (/^\s*(?:#|%:)/.test(line)) for (const w of line.match(/[A-Za-z_]\w*/g) ?? []) touched.add(w);
     }
-    typedefsAndUsings(tokens(stripSource(text)), add);
+    const ts = tokens(stripSource(text));
+    for (let i = 0; i < ts.length; i++) {
+      const next = i + 1 < ts.length ? ts[i + 1].text : '';
+      if (ts[i].text === 'using' || next === ';' || next === ',' || next === '[') touched.add(ts[i + 1]?.text ?? '');
+      if (next === ';' || next === ',' || next === '[') touched.add(ts[i].text);
+    }
   }
-  for (const [name, value] of defaults) if (!given.has(name) && !aliases.has(name)) add(name, value);
+  for (const [name, value] of defines) if (!touched.has(name)) aliases.set(name, value ?? '');
   return { aliases };
-}
-
-/** The `typedef`s and `using X = …` of a token stream at namespace scope (see {@link typeContext}). */
-function typedefsAndUsings(ts: readonly Token[], add: (name: string, value: string) => void): void {
-  // Open braces: true for a namespace's or an extern "C" block's, false for any other.
-  const scopes: boolean[] = [];
-  let outside = 0; // how many of the open braces are not namespaces
-  const word = (i: number) => (i >= 0 && i < ts.length ? ts[i].text : '');
-  // The index of the `;` that ends the declaration from `i`, outside brackets; -1 at a `{` or `}` first.
-  const endOf = (i: number) => {
-    let depth = 0;
-    for (let j = i; j < ts.length; j++) {
-      const t = ts[j].text;
-      if (t === '(' || t === '[' || t === '<') depth++;
-      else if (t === ')' || t === ']' || t === '>') depth--;
-      else if (t === '{' || t === '}') return -1;
-      else if (t === ';' && depth <= 0) return j;
-    }
-    return -1;
-  };
-  for (let i = 0; i < ts.length; i++) {
-    const t = ts[i].text;
-    if (t === '{') {
-      const ns =
-        word(i - 1) === 'namespace' ||
-        (word(i - 2) === 'namespace' && /^[A-Za-z_]/.test(word(i - 1))) ||
-        (word(i - 1) === '"C"' && word(i - 2) === 'extern');
-      scopes.push(ns);
-      if (!ns) outside++;
-    } else if (t === '}') {
-      if (scopes.pop() === false) outside--;
-    } else if (outside === 0 && t === 'typedef') {
-      const end = endOf(i + 1);
-      if (end < 0) continue; // a typedef of a struct with its body: not an alias of a named type
-      const parts = ts.slice(i + 1, end).map((x) => x.text);
-      const name = parts[parts.length - 1];
-      if (parts.length >= 2 && /^[A-Za-z_]\w*$/.test(name) && !parts.some((x) => x === '(' || x === '['))
-        add(name, parts.slice(0, -1).join(' '));
-      i = end;
-    } else if (outside === 0 && t === 'using' && /^[A-Za-z_]\w*$/.test(word(i + 1)) && word(i + 2) === '=') {
-      const end = endOf(i + 3);
-      if (end < 0) continue;
-      const parts = ts.slice(i + 3, end).map((x) => x.text);
-      // An alias of a template type cannot be a parameter's type as far as a launch is concerned.
-      if (parts.length > 0 && !parts.some((x) => x === '<' || x === '(')) add(word(i + 1), parts.join(' '));
-      i = end;
-    }
-  }
 }
 
 /** Whether `s` is a C identifier (letters, digits, `_`, not starting with a digit), checked without a regex. */
