@@ -24,6 +24,15 @@ const gets: { symbol: string; layout: number[] }[] = [];
 // from the wrong place shows.
 const FIXED = [0, 1, 384, 1000, 47000, 72, 16, 40, 86, 89];
 const spies: jest.SpyInstance[] = [];
+/** What the stood-in NVRTC gives for a source: its text as the "cubin", each name expression lowered. */
+const standInCompile = (source: string, expressions: string[]) => ({
+  ok: true,
+  result: 'NVRTC_SUCCESS',
+  failedCall: '',
+  log: '',
+  code: new TextEncoder().encode(`cubin of ${source}`),
+  lowered: expressions.map((e) => `lowered(${e})`),
+});
 
 beforeAll(() => {
   dir = tmp();
@@ -36,24 +45,14 @@ beforeAll(() => {
       archs: [80, 90],
       includeDirs: [],
     }),
-    jest.spyOn(native, 'nvrtcCompile').mockImplementation((source, _name, _options, _hn, _hs, expressions) => ({
-      ok: true,
-      result: 'NVRTC_SUCCESS',
-      failedCall: '',
-      log: '',
-      code: new TextEncoder().encode(`cubin of ${source}`),
-      lowered: expressions.map((e) => `lowered(${e})`),
-    })),
-    jest.spyOn(native, 'nvrtcCompileAsync').mockImplementation((source, _name, _options, _hn, _hs, expressions) =>
-      Promise.resolve({
-        ok: true,
-        result: 'NVRTC_SUCCESS',
-        failedCall: '',
-        log: '',
-        code: new TextEncoder().encode(`cubin of ${source}`),
-        lowered: expressions.map((e) => `lowered(${e})`),
-      }),
-    ),
+    jest
+      .spyOn(native, 'nvrtcCompile')
+      .mockImplementation((source, _name, _options, _hn, _hs, expressions) => standInCompile(source, expressions)),
+    jest
+      .spyOn(native, 'nvrtcCompileAsync')
+      .mockImplementation((source, _name, _options, _hn, _hs, expressions) =>
+        Promise.resolve(standInCompile(source, expressions)),
+      ),
     jest.spyOn(native, 'kernelsDeviceInfo').mockReturnValue(H100_KERNEL_DEVICE_INFO),
     jest.spyOn(native, 'kernelsLoad').mockReturnValue({} as never),
     jest
