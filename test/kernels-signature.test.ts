@@ -362,17 +362,21 @@ __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`
       expect([a, b, findKernels(`__global__ void g(${a});\n__global__ void g(${b}) {}`).length]).toEqual([a, b, 2]);
   });
 
-  test('merges: attributes and (void) do not make an overload; extern "C" is one kernel by its name', () => {
+  test('merges: attributes and (void) do not make an overload; different types stay apart', () => {
     const pairs = [
       [
         'extern "C" __global__ void k(float* x, int n);',
         'extern "C" __global__ void k(float* x, [[maybe_unused]] int n) {}',
       ],
       ['extern "C" __global__ void k(void);', 'extern "C" __global__ void k() {}'],
-      ['extern "C" __global__ void k(float* RESTRICT x);', 'extern "C" __global__ void k(float* x) {}'],
       ['__global__ void g([[maybe_unused]] long n);', '__global__ void g(long n) {}'],
     ];
     for (const [a, b] of pairs) expect([a, findKernels(`${a}\n${b}`).length]).toEqual([a, 1]);
+    // extern "C" kernels of one name in two #ifdef branches stay two: kernel() asks for a signature.
+    const branches =
+      '#ifdef USE_DOUBLE\nextern "C" __global__ void k(double* x, int n) {}\n#else\nextern "C" __global__ void k(float* x, int n) {}\n#endif\n';
+    expect(findKernels(branches)).toHaveLength(2);
+    expect(kernelSignature('k', findKernels(branches), {})).toMatchObject({ ok: false, reason: /overloaded/ });
     // Different C++ overloads stay two, attributes or not.
     expect(
       findKernels('__global__ void g([[maybe_unused]] long n) {}\n__global__ void g([[maybe_unused]] double* p) {}'),

@@ -159,7 +159,6 @@ export function findKernels(source: string): KernelDeclaration[] {
   for (let i = 0, depth = 0; i < ts.length; i++) inside[i] = (depth += edge[i]) > 0 ? 1 : 0;
   const inBlock = (i: number) => inside[i] === 1;
   const found = new Map<string, KernelDeclaration>();
-  const byTypes = new Map<string, string>();
   const order: string[] = [];
   for (let g = 0; g < ts.length; g++) {
     if (ts[g].text !== '__global__') continue;
@@ -229,11 +228,10 @@ export function findKernels(source: string): KernelDeclaration[] {
     // dropped), the definition's text (with its names) kept, and extern "C" if either says so (C++
     // keeps the linkage of the first declaration).
     const shape = template ? `t${template.map((p) => (p.kind === 'type' ? 'T' : 'V')).join('')}` : 'f';
-    const typed = `${name}/${shape}/${paramTypesKey(decl.paramsText)}`;
-    // C linkage cannot overload: an extern "C" kernel is one by its name, and a later C++-spelled
-    // declaration of the same types is the same function (C++ keeps the first linkage).
-    const key = externC && !template ? `extern-C/${name}` : (byTypes.get(typed) ?? typed);
-    byTypes.set(typed, key);
+    // Declarations of the same types are one function (C++ keeps the first one's linkage). Two extern
+    // "C" kernels of one name and different types stay two (#ifdef branches: which one compiles is the
+    // compiler's to say), and kernel() asks for options.signatures rather than guess.
+    const key = `${name}/${shape}/${paramTypesKey(decl.paramsText)}`;
     const before = found.get(key);
     if (before === undefined) order.push(key);
     else {
