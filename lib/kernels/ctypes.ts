@@ -129,10 +129,10 @@ POINTEE_DTYPES.double4_16a = POINTEE_DTYPES.double4_32a = 'float64';
 /**
  * What the compile options tell about type names, for the parameters of a source's kernels: the
  * `options.defines` the source does not redefine (see signature.ts typeContext), each to the text it
- * stands for (null: a name of several meanings, which then resolves to nothing).
+ * stands for.
  */
 export interface TypeContext {
-  aliases: ReadonlyMap<string, string | null>;
+  aliases: ReadonlyMap<string, string>;
 }
 
 export const NO_TYPE_CONTEXT: TypeContext = { aliases: new Map() };
@@ -236,23 +236,14 @@ export function parseParam(
   const core = open >= 0 ? written.slice(0, open) : written;
   if (core.some((w) => w !== '*' && !IDENT.test(w)))
     throw new UnsupportedParam(`cannot read the declaration "${declaration}"`);
-  // The name is the last word when more than the type is left (`float x`), none otherwise (`float`),
-  // found on the declaration as written: an alias never renames a parameter.
-  const significant = core.filter((w) => w !== '*' && !QUALIFIERS.has(w));
-  const last = core.length > 0 ? core[core.length - 1] : undefined;
-  const lastIsName =
-    last !== undefined &&
-    last !== '*' &&
-    !QUALIFIERS.has(last) &&
-    significant.length >= 2 &&
-    !isTypeWordPair(significant);
-  const name = lastIsName ? last : fallbackName;
-  // Then only the type's words go through the source's aliases (`real* x` with `typedef double real`).
-  const { tokens: typeTokens, unsure } = expandAliases(lastIsName ? core.slice(0, -1) : core, context);
-  // An alias that leaves no type word (a define to nothing) tells nothing: the type as written.
-  if (typeTokens.every((t) => t === '*' || QUALIFIERS.has(t))) {
-    typeTokens.splice(0, typeTokens.length, ...(lastIsName ? core.slice(0, -1) : core));
-  }
+  // The name is found on the declaration as written: an alias never renames a parameter.
+  const named = lastWordIsName(core);
+  const name = named ? core[core.length - 1] : fallbackName;
+  const writtenType = named ? core.slice(0, -1) : core;
+  // Then only the type's words go through the aliases of options.defines (`real* x` with
+  // `defines: { real: 'double' }`); one that leaves no type word (a define to nothing) tells nothing.
+  let typeTokens = expandAliases(writtenType, context);
+  if (typeTokens.every((t) => t === '*' || QUALIFIERS.has(t))) typeTokens = writtenType;
   const stars = typeTokens.filter((t) => t === '*').length + (open >= 0 ? 1 : 0);
   const typeWords = typeTokens.filter((t) => t !== '*');
   // Qualifiers before the first `*` qualify the pointee: `const float* p` only reads.
@@ -261,9 +252,9 @@ export function parseParam(
   const base = canonicalType(typeWords);
   const typeText = typeWords.join(' ') + (stars > 0 ? ' ' + '*'.repeat(stars) : '');
   if (stars > 0) {
-    // A pointee of no dtype here (void, char, a struct, a name the scan cannot resolve or finds two
-    // meanings for) takes any array, whose bytes the kernel reinterprets.
-    const dtype = stars === 1 && !unsure && Object.hasOwn(POINTEE_DTYPES, base) ? POINTEE_DTYPES[base] : null;
+    // A pointee of no dtype here (void, char, a struct, a name the scan does not resolve) takes any
+    // array, whose bytes the kernel reinterprets.
+    const dtype = stars === 1 && Object.hasOwn(POINTEE_DTYPES, base) ? POINTEE_DTYPES[base] : null;
     return {
       name,
       type: {
@@ -275,14 +266,11 @@ export function parseParam(
       },
     };
   }
-  const scalar = !unsure && Object.hasOwn(SCALARS, base) ? SCALARS[base] : undefined;
+  const scalar = Object.hasOwn(SCALARS, base) ? SCALARS[base] : undefined;
   if (scalar === undefined) {
     throw new UnsupportedParam(
       `type ${base} cannot be passed from JavaScript: a parameter is a pointer or one of ` +
-        'bool, (unsigned) char/short/int/long/long long, the <cstdint> types, size_t, float, double, __half or __nv_bfloat16' +
-        (unsure
-          ? ` (the source gives ${base} more than one meaning: give the parameter list in options.signatures)`
-          : ''),
+        'bool, (unsigned) char/short/int/long/long long, the <cstdint> types, size_t, float, double, __half or __nv_bfloat16',
     );
   }
   return { name, type: { kind: 'scalar', scalar, size: SCALAR_SIZES[scalar], text: typeText } };
@@ -293,28 +281,40 @@ const MAX_EXPANDED_TOKENS = 64;
 
 /**
  * A type's tokens with each alias of `context` replaced by what it stands for, recursively, except
- * inside its own expansion (as the preprocessor does). `unsure`: an alias with several meanings was
- * met. An expansion that is not a plain type (a template, a function type) or grows past
- * MAX_EXPANDED_TOKENS leaves the tokens as written.
+ * inside its own expansion (as the preprocessor does). An expansion that is not a plain type (a
+ * template, a function type) or grows past MAX_EXPANDED_TOKENS leaves the tokens as written.
  */
-function expandAliases(tokens: readonly string[], context: TypeContext): { tokens: string[]; unsure: boolean } {
-  if (context.aliases.size === 0) return { tokens: [...tokens], unsure: false };
+function expandAliases(tokens: readonly string[], context: TypeContext): readonly string[] {
+  if (context.aliases.size === 0) return tokens;
   const out: string[] = [];
-  let unsure = false;
   const walk = (ts: readonly string[], active: ReadonlySet<string>): boolean => {
     for (const t of ts) {
       const key = t.includes('::') ? t.slice(t.lastIndexOf('::') + 2) : t;
-      const value = active.has(key) || !context.aliases.has(key) ? undefined : context.aliases.get(key);
-      if (value === null) unsure = true;
-      if (value === undefined || value === null) out.push(t);
+      const value = active.has(key) ? undefined : context.aliases.get(key);
+      if (value === undefined) out.push(t);
       else if (!walk(tokenize(value), new Set([...active, key]))) return false;
       if (out.length > MAX_EXPANDED_TOKENS) return false;
     }
     return true;
   };
-  const whole = walk(tokens, new Set());
-  if (!whole || out.some((t) => t !== '*' && !IDENT.test(t))) return { tokens: [...tokens], unsure };
-  return { tokens: out, unsure };
+  return walk(tokens, new Set()) && out.every((t) => t === '*' || IDENT.test(t)) ? out : tokens;
+}
+
+/**
+ * Whether the last word of a declaration's words (up to any `[`) is its name: when more than the type
+ * is left (`float x`, `float* x`), not for a type alone (`float`, `unsigned int`). Also the rule by
+ * which signature.ts matches a declaration to its definition.
+ */
+export function lastWordIsName(core: readonly string[]): boolean {
+  const last = core.length > 0 ? core[core.length - 1] : undefined;
+  const significant = core.filter((w) => w !== '*' && !QUALIFIERS.has(w));
+  return (
+    last !== undefined &&
+    last !== '*' &&
+    !QUALIFIERS.has(last) &&
+    significant.length >= 2 &&
+    !isTypeWordPair(significant)
+  );
 }
 
 /** `unsigned int`, `long long`: two words that are both part of a type, not a type and a name. */

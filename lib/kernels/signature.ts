@@ -4,6 +4,7 @@
 // `options.signatures` covers what it cannot see (kernels made by macros, for instance).
 import {
   canonicalType,
+  lastWordIsName,
   NO_TYPE_CONTEXT,
   parseParamList,
   splitTopLevel,
@@ -224,13 +225,11 @@ export function findKernels(source: string): KernelDeclaration[] {
         .trim(),
       template,
     };
-    // A declaration and a later definition are one kernel: keyed on the parameters' types (names
-    // dropped), the definition's text (with its names) kept, and extern "C" if either says so (C++
-    // keeps the linkage of the first declaration).
     const shape = template ? `t${template.map((p) => (p.kind === 'type' ? 'T' : 'V')).join('')}` : 'f';
-    // Declarations of the same types are one function (C++ keeps the first one's linkage). Two extern
-    // "C" kernels of one name and different types stay two (#ifdef branches: which one compiles is the
-    // compiler's to say), and kernel() asks for options.signatures rather than guess.
+    // A declaration and a later definition of the same types are one kernel: the definition's text
+    // (with its names) is kept, extern "C" if either says so (C++ keeps the first one's linkage). Two
+    // extern "C" kernels of one name and different types stay two (#ifdef branches: which one
+    // compiles is the compiler's to say), and kernel() asks for options.signatures rather than guess.
     const key = `${name}/${shape}/${paramTypesKey(decl.paramsText)}`;
     const before = found.get(key);
     if (before === undefined) order.push(key);
@@ -254,11 +253,9 @@ export function findKernels(source: string): KernelDeclaration[] {
  * A parameter list as the compiler matches declarations: each parameter's type without its name or
  * default, in canonical words (`unsigned` is `unsigned int`, `float const` is `const float`), `x[]` as
  * `*`, and without the qualifiers of the parameter itself (`int const n` is `int`, `float* const p` is
- * `float*`). `float* x, int n` and `float*, int` give the same key. The name is found by the rule of
- * parseParam: a last word is a name when other words, not all built-in type words, stand before it.
+ * `float*`). `float* x, int n` and `float*, int` give the same key; names go by parseParam's rule.
  */
 function paramTypesKey(paramsText: string): string {
-  const builtin = new Set(['unsigned', 'signed', 'long', 'short', 'int', 'char', 'double', 'float', 'bool', 'void']);
   const quals = new Set(['const', 'volatile', '__restrict__', '__restrict', 'restrict', 'struct', 'class', 'typename']);
   const text = paramsText
     .replace(/\[\[[^\]]*\]\]/g, ' ')
@@ -271,15 +268,7 @@ function paramTypesKey(paramsText: string): string {
       const words: string[] = (eq >= 0 ? decl.slice(0, eq) : decl).match(/[A-Za-z_]\w*(?:::\w+)*|\S/g) ?? [];
       const bracket = words.indexOf('[');
       const core = bracket >= 0 ? words.slice(0, bracket) : words;
-      const idents = core.filter((w) => /^[A-Za-z_]/.test(w) && !quals.has(w));
-      const last = core[core.length - 1];
-      const named =
-        last !== undefined &&
-        /^[A-Za-z_]/.test(last) &&
-        !quals.has(last) &&
-        idents.length >= 2 &&
-        !idents.every((w) => builtin.has(w));
-      const type = [...(named ? core.slice(0, -1) : core), ...(bracket >= 0 ? ['*'] : [])];
+      const type = [...(lastWordIsName(core) ? core.slice(0, -1) : core), ...(bracket >= 0 ? ['*'] : [])];
       // Segments between the stars: each canonical, its qualifiers sorted; the last one's are the parameter's own.
       const segments: string[][] = [[]];
       for (const w of type) {
@@ -313,7 +302,7 @@ export function typeContext(
   headers: readonly (readonly [string, string])[] = [],
   defines: readonly (readonly [string, string | null])[] = [],
 ): TypeContext {
-  const aliases = new Map<string, string | null>();
+  const aliases = new Map<string, string>();
   if (defines.length === 0) return { aliases };
   const touched = new Set<string>();
   for (const text of [source, ...headers.map(([, h]) => h)]) {
@@ -321,9 +310,10 @@ export function typeContext(
       if (/^\s*(?:#|%:)/.test(line)) for (const w of line.match(/[A-Za-z_]\w*/g) ?? []) touched.add(w);
     }
     const ts = tokens(stripSource(text));
-    for (let i = 0; i < ts.length; i++) {
-      const next = i + 1 < ts.length ? ts[i + 1].text : '';
-      if (ts[i].text === 'using' || next === ';' || next === ',' || next === '[') touched.add(ts[i + 1]?.text ?? '');
+    // `using NAME = …`, and the last word before `;`, `,` or `[` (a typedef's or a variable's name).
+    for (let i = 0; i + 1 < ts.length; i++) {
+      const next = ts[i + 1].text;
+      if (ts[i].text === 'using') touched.add(next);
       if (next === ';' || next === ',' || next === '[') touched.add(ts[i].text);
     }
   }
