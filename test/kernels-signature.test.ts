@@ -220,6 +220,12 @@ describe('pointees: a typed array where the dtype is known, any array only where
       `#define real double /*${long} */\n`,
       '#if 0\n' + 'typedef float f\n'.repeat(20_000) + '#endif\n',
       'extern "C" { __global__ void k(float* x) {} }\n'.repeat(20_000),
+      // Conditional groups, spliced comments and directives, digit separators.
+      '#if 0\n#ifdef A\n#else\n#endif\n'.repeat(20_000) + '#endif\n',
+      '#if 1\n#else\n__global__ void k(float* x) {}\n#endif\n'.repeat(20_000),
+      '// \\\n'.repeat(100_000),
+      '#define A \\\r\n /* \n */'.repeat(50_000),
+      `int x = 1${"'1".repeat(300_000)};\n`,
     ];
     for (const src of sources) {
       const t0 = performance.now();
@@ -387,6 +393,123 @@ __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`
     const src = 'template <int N, bool Big = (N > 2)> __global__ void k(float* x) {}';
     expect(findKernels(src)[0].template?.map((p) => p.name)).toEqual(['N', 'Big']);
     expect(kernelSignature('k<4>', findKernels(src), {})).toMatchObject({ ok: true });
+  });
+
+  test('what the compiler leaves out is left out: spliced comments, #if 0 groups, comments in directives', () => {
+    const names = (src: string) => findKernels(src).map((k) => `${k.name}(${k.paramsText})`);
+    // A `//` comment whose line ends in a backslash goes on to the next line (LF and CRLF).
+    for (const eol of ['\n', '\r\n']) {
+      const src = `// was: \\${eol}extern "C" __global__ void k(double* x, int n);${eol}extern "C" __global__ void k(float* x, int n) {}${eol}`;
+      expect(stripSource(src)).toHaveLength(src.length);
+      expect(names(src)).toEqual(['k(float* x, int n)']);
+      // So does a preprocessor line, and a block comment inside one may span lines.
+      const define = `#define OLD 1 \\${eol}  __global__ void gone(int n) {}${eol}__global__ void kept(int n) {}`;
+      expect(names(define)).toEqual(['kept(int n)']);
+      const commented = `#define A 1 /* spans${eol}__global__ void gone(int n) {} */ + 2${eol}__global__ void kept(int n) {}`;
+      expect(names(commented)).toEqual(['kept(int n)']);
+    }
+    // #if 0 groups, nested conditionals inside them, an #endif inside a comment, and #else branches.
+    const groups = [
+      '#if 0',
+      '#ifdef X',
+      '__global__ void nested(int n) {}',
+      '#endif',
+      '/* #endif */ extern "C" __global__ void k(double* x) {}',
+      "don't compile this",
+      '#else',
+      'extern "C" __global__ void k(float* x) {}',
+      '#endif',
+      '#if 1',
+      '__global__ void one(int n) {}',
+      '#elif defined(Y)',
+      '__global__ void notElif(int n) {}',
+      '#else',
+      '__global__ void notElse(int n) {}',
+      '#endif',
+      '#  if  false // off',
+      '__global__ void off(int n) {}',
+      '#elif 1',
+      '__global__ void elif(int n) {}',
+      '#endif',
+      '#ifdef Z',
+      '__global__ void maybe(int n) {}',
+      '#else',
+      '__global__ void orNot(int n) {}',
+      '#endif',
+      '__global__ void after(int n) {}',
+    ].join('\n');
+    expect(names(groups)).toEqual([
+      'k(float* x)',
+      'one(int n)',
+      'elif(int n)',
+      'maybe(int n)',
+      'orNot(int n)',
+      'after(int n)',
+    ]);
+    const sig = kernelSignature('k', findKernels(groups), {});
+    expect(sig.ok && sig.params[0].type).toMatchObject({ kind: 'pointer', dtype: 'float32' });
+    // An unclosed #if 0 leaves out the rest; an unmatched #endif or #else changes nothing.
+    expect(names('#if 0\n__global__ void a(int n) {}')).toEqual([]);
+    expect(names('#endif\n#else\n__global__ void a(int n) {}')).toEqual(['a(int n)']);
+  });
+
+  test('stripping keeps the length and every newline, on any text', () => {
+    const unit = fc.constantFrom(...'#/*\\\r\n\'"R()ifdef0 1xC'.split(''));
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 200 }), (src) => {
+        const s = stripSource(src);
+        expect(s).toHaveLength(src.length);
+        for (let i = 0; i < src.length; i++) if (src[i] === '\n' || s[i] !== ' ') expect(s[i]).toBe(src[i]);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  test('directives as the compiler finds them: after block comments, %:, whole words, any length; splices in literals', () => {
+    const names = (src: string) => findKernels(src).map((k) => `${k.name}(${k.paramsText})`);
+    // A block comment (even one from an earlier line) may come before a directive's #; so may \f and \v.
+    const nested = (lead: string) =>
+      `#if 1\n${lead}#ifdef USE_DOUBLE\nextern "C" __global__ void k(double* x) {}\n#else\nextern "C" __global__ void k(float* x) {}\n#endif\n#endif\n`;
+    for (const lead of ['/**/ ', '/* a\n b */ ', '\f', '\v ']) {
+      expect([lead, names(nested(lead))]).toEqual([lead, ['k(double* x)', 'k(float* x)']]);
+      expect(kernelSignature('k', findKernels(nested(lead)), {})).toMatchObject({ ok: false, reason: /overloaded/ });
+    }
+    expect(names('#if 0\n/* other */ #else\n__global__ void k(float* x) {}\n#endif\n')).toEqual(['k(float* x)']);
+    expect(names('#if 0\n/* end */ #endif\n__global__ void k(float* x) {}\n')).toEqual(['k(float* x)']);
+    expect(names('#if 0\n%:endif\n__global__ void k(float* x) {}\n')).toEqual(['k(float* x)']);
+    expect(names('%:if 0\n__global__ void gone(float* x) {}\n#endif\n')).toEqual([]);
+    // Directive names are whole words: #if0 and #else0 are not #if and #else.
+    expect(names('#if 0\n#if0 x\n#endif\n__global__ void k(float* x) {}\n')).toEqual(['k(float* x)']);
+    expect(names('#if 0\n#else0\n__global__ void gone(float* x) {}\n#endif\n')).toEqual([]);
+    // A condition is read whole, however long: `0 || 1` and `1 && 0` are not constants.
+    expect(names(`#if 0${' '.repeat(300)}|| 1\n__global__ void k(float* x) {}\n#endif\n`)).toEqual(['k(float* x)']);
+    const spliced = `#if 1${' '.repeat(72)}\\\n${' '.repeat(76)}\\\n${' '.repeat(76)}\\\n    && 0\nextern "C" __global__ void k(double* x) {}\n#else\nextern "C" __global__ void k(float* x) {}\n#endif\n`;
+    expect(names(spliced)).toEqual(['k(double* x)', 'k(float* x)']);
+    // A splice inside a literal (LF or CRLF, after an escaped backslash, or between an escape and its
+    // character) keeps the literal going: what follows on the next line is still inside it.
+    for (const eol of ['\n', '\r\n']) {
+      expect(names(`const char* s = "abc\\${eol}#if 0 //";${eol}__global__ void k(float* x) {}${eol}`)).toEqual([
+        'k(float* x)',
+      ]);
+      expect(names(`const char* s = "abc\\\\\\${eol}#if 0 //";${eol}__global__ void k(float* x) {}${eol}`)).toEqual([
+        'k(float* x)',
+      ]);
+      expect(names(`const char* s = "abc\\${eol}__global__ void gone(double* x) {}";${eol}`)).toEqual([]);
+      expect(names(`char c = '\\\\${eol}'';${eol}__global__ void k(float* x) {}${eol}`)).toEqual(['k(float* x)']);
+    }
+    expect(names('const char* s = "a\\\\\n"b";\n#if 0\n__global__ void gone(float* x) {}\n#endif\n')).toEqual([]);
+  });
+
+  test("a ' inside a number is a digit separator, not a character literal", () => {
+    const src =
+      "template <int N = 1'024, int M = 0x1'0> __global__ void k(float* x) { x[0] = 1'000'000; }\nextern \"C\" __global__ void c(char* s) { s[0] = 'a'; s[1] = u8'b'; }";
+    const found = findKernels(src);
+    expect(found.map((k) => k.name)).toEqual(['k', 'c']);
+    expect(found[0].template).toEqual([
+      { kind: 'value', name: 'N', default: "1'024" },
+      { kind: 'value', name: 'M', default: "0x1'0" },
+    ]);
+    expect(stripSource(src)).not.toContain("'a'");
   });
 
   test('templates: a default on the declaration holds for the definition; other template heads stay apart', () => {

@@ -35,62 +35,184 @@ export interface KernelDeclaration {
 }
 
 /**
- * The source with comments, string and character literals and preprocessor lines blanked out (each
- * character replaced by a space, newlines kept, so offsets still match), except that the literal of
- * `extern "C"` stays readable.
+ * The source with comments, string and character literals, preprocessor lines and the groups an
+ * `#if 0` (or the `#else` of an `#if 1`) leaves out blanked (each character replaced by a space,
+ * newlines kept, so offsets still match), except that the literal of `extern "C"` stays readable.
+ * Backslash line continuations (also before CRLF) extend a `//` comment and a preprocessor line, a
+ * `/* … *\/` comment inside a preprocessor line may span lines, and a `'` inside a number (`1'024`)
+ * is a digit separator, as the compiler reads them.
  */
 export function stripSource(source: string): string {
   const out = source.split('');
-  let i = 0;
+  const n = source.length;
   const blank = (from: number, to: number) => {
     for (let k = from; k < to; k++) if (out[k] !== '\n') out[k] = ' ';
   };
+  // Whether the newline at j is spliced away by a backslash before it.
+  const continued = (j: number) => {
+    let k = j - 1;
+    if (source[k] === '\r') k--;
+    return k >= 0 && source[k] === '\\';
+  };
+  // The end of a line (the index of its last newline, or n), following continuations.
+  const lineEnd = (from: number) => {
+    let j = from;
+    while (j < n && !(source[j] === '\n' && !continued(j))) j++;
+    return j;
+  };
+  // Past a backslash-newline (or backslash-CR-LF) at j, or −1 where there is none: the compiler
+  // removes these splices before it reads anything else, inside literals too.
+  const spliceEnd = (j: number) => {
+    if (source[j] !== '\\') return -1;
+    if (source[j + 1] === '\n') return j + 2;
+    return source[j + 1] === '\r' && source[j + 2] === '\n' ? j + 3 : -1;
+  };
+  // The end of a quoted literal starting at `from` (past its closing quote, or at the line's end).
+  const literalEnd = (from: number) => {
+    const q = source[from];
+    let j = from + 1;
+    while (j < n && source[j] !== q && source[j] !== '\n') {
+      if (source[j] !== '\\') j++;
+      else if (spliceEnd(j) >= 0) j = spliceEnd(j);
+      else {
+        // An escape: the character it escapes may come after splices.
+        j++;
+        while (spliceEnd(j) >= 0) j = spliceEnd(j);
+        j++;
+      }
+    }
+    return j < n && source[j] === q ? j + 1 : Math.min(j, n); // an unclosed one keeps its newline
+  };
+  // The end of a preprocessor line starting at `from`, and its text without comments and splices.
+  const directive = (from: number): [number, string] => {
+    let j = from;
+    const parts: string[] = [];
+    while (j < n) {
+      const c = source[j];
+      const splice = spliceEnd(j);
+      if (splice >= 0) j = splice;
+      else if (c === '\n') break;
+      else if (c === '/' && source[j + 1] === '*') {
+        const end = source.indexOf('*/', j + 2);
+        j = end < 0 ? n : end + 2;
+        parts.push(' ');
+      } else if (c === '/' && source[j + 1] === '/') {
+        j = lineEnd(j);
+        break;
+      } else if (c === '"' || c === "'") {
+        const end = literalEnd(j);
+        parts.push(source.slice(j, end));
+        j = end;
+      } else {
+        parts.push(c);
+        j++;
+      }
+    }
+    return [j, parts.join('')];
+  };
+  // Conditional groups: `skip` > 0 while inside a group left out (its #if nesting depth there);
+  // `untilEndif`: the group is an `#if 1`'s #else, which #elif does not end. `live` holds, for each
+  // #if read outside a skipped group, whether its #else is left out (an `#if 1`).
+  let skip = 0;
+  let untilEndif = false;
+  const live: boolean[] = [];
+  const conditional = (text: string) => {
+    const m = /^\s*(?:#|%:)\s*([A-Za-z_]\w*)/.exec(text);
+    if (m === null) return;
+    const word = m[1];
+    const rest = text.slice(m[0].length).trim();
+    const opens = word === 'if' || word === 'ifdef' || word === 'ifndef';
+    const otherwise = word === 'else' || word.startsWith('elif');
+    if (skip > 0) {
+      if (opens) skip++;
+      else if (word === 'endif') skip--;
+      else if (otherwise && skip === 1 && !untilEndif) {
+        skip = 0;
+        live.push(false);
+      }
+      return;
+    }
+    if (opens) {
+      const constant = word === 'if' && /^(?:0|1|false|true)$/.test(rest) ? rest === '1' || rest === 'true' : null;
+      if (constant === false) {
+        skip = 1;
+        untilEndif = false;
+      } else live.push(constant === true);
+    } else if (otherwise && live.length > 0 && live[live.length - 1]) {
+      live.pop();
+      skip = 1;
+      untilEndif = true;
+    } else if (word === 'endif') live.pop();
+  };
+  let i = 0;
   let lineStart = true;
-  while (i < source.length) {
+  let inNumber = false;
+  while (i < n) {
     const c = source[i];
+    const splice = spliceEnd(i);
+    if (splice >= 0) {
+      // A line spliced to the next: still one line (a directive may follow only at its start).
+      if (skip > 0) blank(i, splice);
+      i = splice;
+      continue;
+    }
     if (c === '\n') {
       lineStart = true;
+      inNumber = false;
       i++;
       continue;
     }
-    if (lineStart && c === '#') {
-      // A preprocessor line, with its backslash continuations.
-      let j = i;
-      while (j < source.length && !(source[j] === '\n' && source[j - 1] !== '\\')) j++;
+    if (lineStart && (c === '#' || (c === '%' && source[i + 1] === ':'))) {
+      const [j, text] = directive(i);
+      conditional(text);
       blank(i, j);
       i = j;
       continue;
     }
-    if (c !== ' ' && c !== '\t' && c !== '\r') lineStart = false;
+    // Only blanks and block comments may come before a directive's # on its line.
+    if (!' \t\r\f\v'.includes(c) && !(c === '/' && source[i + 1] === '*')) lineStart = false;
+    let j: number;
     if (c === '/' && source[i + 1] === '/') {
-      let j = i;
-      while (j < source.length && source[j] !== '\n') j++;
+      j = lineEnd(i);
       blank(i, j);
-      i = j;
     } else if (c === '/' && source[i + 1] === '*') {
       const end = source.indexOf('*/', i + 2);
-      const j = end < 0 ? source.length : end + 2;
+      j = end < 0 ? n : end + 2;
       blank(i, j);
-      i = j;
+    } else if (c === "'" && inNumber && isWordChar(source.charCodeAt(i + 1))) {
+      if (skip > 0) out[i] = ' ';
+      i++; // a digit separator: the number goes on
+      continue;
     } else if (c === '"' || c === "'") {
-      let j = i + 1;
-      while (j < source.length && source[j] !== c && source[j] !== '\n') j += source[j] === '\\' ? 2 : 1;
-      const literal = source.slice(i, j + 1);
-      if (literal !== '"C"') blank(i, Math.min(j + 1, source.length));
-      i = j + 1;
+      j = literalEnd(i);
+      if (skip > 0 || source.slice(i, j) !== '"C"') blank(i, j);
     } else if (c === 'R' && source[i + 1] === '"') {
       // A raw string literal R"delim( … )delim".
       const open = source.indexOf('(', i + 2);
       const delim = open < 0 ? '' : source.slice(i + 2, open);
       const end = open < 0 ? -1 : source.indexOf(`)${delim}"`, open + 1);
-      const j = end < 0 ? source.length : end + delim.length + 2;
+      j = end < 0 ? n : end + delim.length + 2;
       blank(i, j);
-      i = j;
     } else {
-      i++;
+      // A number starts with a digit that does not go on a word, and goes on through word characters and dots.
+      const code = source.charCodeAt(i);
+      inNumber = inNumber
+        ? isWordChar(code) || code === 46
+        : code >= 48 && code <= 57 && !isWordChar(source.charCodeAt(i - 1));
+      j = i + 1;
+      if (skip > 0) blank(i, j);
+      i = j;
+      continue;
     }
+    inNumber = false;
+    i = j;
   }
   return out.join('');
+}
+
+/** Whether a character code is a letter, digit or `_` (NaN, past either end, is not). */
+function isWordChar(code: number): boolean {
+  return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95;
 }
 
 const TOKEN = /"C"|[A-Za-z_][A-Za-z0-9_]*|::|\[\[|\]\]|\d[\w.]*|\S/g;
