@@ -531,6 +531,31 @@ __global__ void scale(T* x, T a, long long n) {
     );
   });
 
+  test('the kernel NVRTC compiles is the one whose parameters are checked: commented-out and #if 0 versions are not', () => {
+    // Each text below holds a float version the compiler never sees (a // comment continued by a
+    // backslash, an #if 0 group, #if 1's #else) beside the double one it compiles, or a string spliced
+    // across CRLF lines that holds an "#if 0" that is no directive: the launch takes float64 arrays
+    // and refuses float32 ones.
+    const live = 'extern "C" __global__ void twice(double* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2; }';
+    const dead = 'extern "C" __global__ void twice(float* x, int n) { }';
+    const sources = [
+      `// the float version: \\\n${dead}\n${live}\n`,
+      `// the float version: \\\r\n${dead}\r\n${live}\r\n`,
+      `#if 0\n${dead}\n#endif\n${live}\n`,
+      `#if 1\n${live}\n#else\n${dead}\n#endif\n`,
+      `__device__ const char* note() { return "old: \\\r\n#if 0"; }\r\n${live}\r\n`,
+    ];
+    for (const [k, source] of sources.entries()) {
+      const twice = ck.compile(source, { name: `twice${k}.cu` }).kernel('twice');
+      expect([k, twice.params.map((p) => p.dtype ?? p.kind)]).toEqual([k, ['float64', 'scalar']]);
+      using x = ck.upload(new Float64Array([1, 2, 3]));
+      twice.launch({ grid: 1, block: 32 }, x, 3);
+      expect([k, Array.from(x.toHostSync())]).toEqual([k, [2, 4, 6]]);
+      using f = ck.upload(new Float32Array(3));
+      expect(() => twice.launch({ grid: 1, block: 32 }, f, 3)).toThrow(/must be a DeviceArray of float64/);
+    }
+  });
+
   test('attributes(): the launch bound, the static shared memory and the architecture, and the launch limits they set', () => {
     const p = ck.deviceProperties(0);
     const mod = ck.compile(`extern "C" __global__ void __launch_bounds__(128) rev(float* y, int n) {
