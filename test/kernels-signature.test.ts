@@ -500,6 +500,26 @@ __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`
     expect(names('const char* s = "a\\\\\n"b";\n#if 0\n__global__ void gone(float* x) {}\n#endif\n')).toEqual([]);
   });
 
+  test('directives hold digit separators, raw strings and split comment marks; NVRTC starts a line after a long comment', () => {
+    const names = (src: string) => findKernels(src).map((k) => k.name);
+    const k0 = '__global__ void k0(int n) {}';
+    expect(names(`#define KB 1'024 // don't use /* here\n${k0}\n/* */`)).toEqual(['k0']);
+    expect(names(`#define S 1'2'/*'\n${k0}\n`)).toEqual(['k0']); // 1'2, then the character literal '/*'
+    expect(names(`#define S R"(" /*)"\n${k0}\n`)).toEqual(['k0']);
+    expect(names(`#define A 1 /* c *\\\n/\n${k0}\n/* */`)).toEqual(['k0']);
+    expect(names(`#define A 1 /\\\n/ c /*\n${k0}\n/* */`)).toEqual(['k0']);
+    expect(names(`int a; /\\\n* c *\\\r\n/ ${k0}`)).toEqual(['k0']);
+    // NVRTC reads a # after a comment spanning lines as a directive, even with code before the comment.
+    expect(
+      names('#if 0\n__global__ void k0(int n) {}\nfoo /* a\n*/ #else\n__global__ void k1(int n) {}\n#endif\n'),
+    ).toEqual(['k1']);
+    expect(names(`typedef int T; /* a\n*/ #if 0\n${k0}\n#endif\n`)).toEqual([]);
+    // #elif is a whole word too.
+    expect(names('#if 0\n__global__ void k0(int n) {}\n#elif0\n__global__ void k1(int n) {}\n#endif\n' + k0)).toEqual([
+      'k0',
+    ]);
+  });
+
   test("a ' inside a number is a digit separator, not a character literal", () => {
     const src =
       "template <int N = 1'024, int M = 0x1'0> __global__ void k(float* x) { x[0] = 1'000'000; }\nextern \"C\" __global__ void c(char* s) { s[0] = 'a'; s[1] = u8'b'; }";

@@ -38,9 +38,10 @@ export interface KernelDeclaration {
  * The source with comments, string and character literals, preprocessor lines and the groups an
  * `#if 0` (or the `#else` of an `#if 1`) leaves out blanked (each character replaced by a space,
  * newlines kept, so offsets still match), except that the literal of `extern "C"` stays readable.
- * Backslash line continuations (also before CRLF) extend a `//` comment and a preprocessor line, a
- * `/* … *\/` comment inside a preprocessor line may span lines, and a `'` inside a number (`1'024`)
- * is a digit separator, as the compiler reads them.
+ * Read as NVRTC reads it: backslash-newline splices (also before CRLF) join lines everywhere, in
+ * comments, literals and directives too; a directive's `#` (or `%:`) may follow blanks and block
+ * comments, and any code before a block comment that spans lines; a `'` inside a number (`1'024`)
+ * is a digit separator.
  */
 export function stripSource(source: string): string {
   const out = source.split('');
@@ -48,24 +49,29 @@ export function stripSource(source: string): string {
   const blank = (from: number, to: number) => {
     for (let k = from; k < to; k++) if (out[k] !== '\n') out[k] = ' ';
   };
-  // Whether the newline at j is spliced away by a backslash before it.
-  const continued = (j: number) => {
-    let k = j - 1;
-    if (source[k] === '\r') k--;
-    return k >= 0 && source[k] === '\\';
-  };
-  // The end of a line (the index of its last newline, or n), following continuations.
-  const lineEnd = (from: number) => {
-    let j = from;
-    while (j < n && !(source[j] === '\n' && !continued(j))) j++;
-    return j;
-  };
   // Past a backslash-newline (or backslash-CR-LF) at j, or −1 where there is none: the compiler
-  // removes these splices before it reads anything else, inside literals too.
+  // removes these splices before it reads anything else.
   const spliceEnd = (j: number) => {
     if (source[j] !== '\\') return -1;
     if (source[j + 1] === '\n') return j + 2;
     return source[j + 1] === '\r' && source[j + 2] === '\n' ? j + 3 : -1;
+  };
+  // The index of the character after the one at j, past any splices.
+  const next = (j: number) => {
+    let k = j + 1;
+    for (let s = spliceEnd(k); s >= 0; s = spliceEnd(k)) k = s;
+    return k;
+  };
+  // The end of a `//` comment's line (the index of the newline that ends it, or n).
+  const lineEnd = (from: number) => {
+    let j = from;
+    while (j < n && source[j] !== '\n') j = spliceEnd(j) >= 0 ? spliceEnd(j) : j + 1;
+    return j;
+  };
+  // Past the `*/` that closes a block comment whose text starts at `from` (or n).
+  const commentEnd = (from: number) => {
+    for (let j = from; j < n; j++) if (source[j] === '*' && source[next(j)] === '/') return next(j) + 1;
+    return n;
   };
   // The end of a quoted literal starting at `from` (past its closing quote, or at the line's end).
   const literalEnd = (from: number) => {
@@ -74,41 +80,9 @@ export function stripSource(source: string): string {
     while (j < n && source[j] !== q && source[j] !== '\n') {
       if (source[j] !== '\\') j++;
       else if (spliceEnd(j) >= 0) j = spliceEnd(j);
-      else {
-        // An escape: the character it escapes may come after splices.
-        j++;
-        while (spliceEnd(j) >= 0) j = spliceEnd(j);
-        j++;
-      }
+      else j = next(j) + 1; // an escape: the character it escapes may come after splices
     }
     return j < n && source[j] === q ? j + 1 : Math.min(j, n); // an unclosed one keeps its newline
-  };
-  // The end of a preprocessor line starting at `from`, and its text without comments and splices.
-  const directive = (from: number): [number, string] => {
-    let j = from;
-    const parts: string[] = [];
-    while (j < n) {
-      const c = source[j];
-      const splice = spliceEnd(j);
-      if (splice >= 0) j = splice;
-      else if (c === '\n') break;
-      else if (c === '/' && source[j + 1] === '*') {
-        const end = source.indexOf('*/', j + 2);
-        j = end < 0 ? n : end + 2;
-        parts.push(' ');
-      } else if (c === '/' && source[j + 1] === '/') {
-        j = lineEnd(j);
-        break;
-      } else if (c === '"' || c === "'") {
-        const end = literalEnd(j);
-        parts.push(source.slice(j, end));
-        j = end;
-      } else {
-        parts.push(c);
-        j++;
-      }
-    }
-    return [j, parts.join('')];
   };
   // Conditional groups: `skip` > 0 while inside a group left out (its #if nesting depth there);
   // `untilEndif`: the group is an `#if 1`'s #else, which #elif does not end. `live` holds, for each
@@ -117,12 +91,12 @@ export function stripSource(source: string): string {
   let untilEndif = false;
   const live: boolean[] = [];
   const conditional = (text: string) => {
-    const m = /^\s*(?:#|%:)\s*([A-Za-z_]\w*)/.exec(text);
+    const m = /^\s*#\s*([A-Za-z_]\w*)/.exec(text);
     if (m === null) return;
     const word = m[1];
     const rest = text.slice(m[0].length).trim();
     const opens = word === 'if' || word === 'ifdef' || word === 'ifndef';
-    const otherwise = word === 'else' || word.startsWith('elif');
+    const otherwise = word === 'else' || word === 'elif' || word === 'elifdef' || word === 'elifndef';
     if (skip > 0) {
       if (opens) skip++;
       else if (word === 'endif') skip--;
@@ -144,6 +118,7 @@ export function stripSource(source: string): string {
       untilEndif = true;
     } else if (word === 'endif') live.pop();
   };
+  let directive: string[] | null = null; // the text of the preprocessor line being read
   let i = 0;
   let lineStart = true;
   let inNumber = false;
@@ -151,62 +126,76 @@ export function stripSource(source: string): string {
     const c = source[i];
     const splice = spliceEnd(i);
     if (splice >= 0) {
-      // A line spliced to the next: still one line (a directive may follow only at its start).
-      if (skip > 0) blank(i, splice);
+      // A line spliced to the next: still one line (a directive may start only at its start).
+      if (skip > 0 || directive) blank(i, splice);
       i = splice;
       continue;
     }
     if (c === '\n') {
+      if (directive) conditional(directive.join(''));
+      directive = null;
       lineStart = true;
       inNumber = false;
       i++;
       continue;
     }
-    if (lineStart && (c === '#' || (c === '%' && source[i + 1] === ':'))) {
-      const [j, text] = directive(i);
-      conditional(text);
+    if (lineStart && (c === '#' || (c === '%' && source[next(i)] === ':'))) {
+      directive = ['#'];
+      lineStart = false;
+      const j = c === '#' ? i + 1 : next(i) + 1;
       blank(i, j);
       i = j;
       continue;
     }
-    // Only blanks and block comments may come before a directive's # on its line.
-    if (!' \t\r\f\v'.includes(c) && !(c === '/' && source[i + 1] === '*')) lineStart = false;
+    const hide = skip > 0 || directive !== null;
     let j: number;
-    if (c === '/' && source[i + 1] === '/') {
+    let text = ' '; // what a directive's text keeps of [i, j)
+    if (c === '/' && source[next(i)] === '/') {
       j = lineEnd(i);
       blank(i, j);
-    } else if (c === '/' && source[i + 1] === '*') {
-      const end = source.indexOf('*/', i + 2);
-      j = end < 0 ? n : end + 2;
+      lineStart = false;
+    } else if (c === '/' && source[next(i)] === '*') {
+      j = commentEnd(next(i) + 1);
       blank(i, j);
-    } else if (c === "'" && inNumber && isWordChar(source.charCodeAt(i + 1))) {
-      if (skip > 0) out[i] = ' ';
-      i++; // a digit separator: the number goes on
+      // After a comment that spans lines, NVRTC takes a # as a directive's, whatever came before it.
+      if (source.slice(i, j).includes('\n')) lineStart = true;
+    } else if (c === "'" && inNumber && isWordChar(source.charCodeAt(next(i)))) {
+      // A digit separator: the number goes on.
+      if (hide) out[i] = ' ';
+      directive?.push(c);
+      i++;
       continue;
     } else if (c === '"' || c === "'") {
       j = literalEnd(i);
-      if (skip > 0 || source.slice(i, j) !== '"C"') blank(i, j);
+      text = source.slice(i, j);
+      if (hide || text !== '"C"') blank(i, j);
+      lineStart = false;
     } else if (c === 'R' && source[i + 1] === '"') {
       // A raw string literal R"delim( … )delim".
       const open = source.indexOf('(', i + 2);
       const delim = open < 0 ? '' : source.slice(i + 2, open);
       const end = open < 0 ? -1 : source.indexOf(`)${delim}"`, open + 1);
       j = end < 0 ? n : end + delim.length + 2;
+      text = '""';
       blank(i, j);
+      lineStart = false;
     } else {
       // A number starts with a digit that does not go on a word, and goes on through word characters and dots.
       const code = source.charCodeAt(i);
       inNumber = inNumber
         ? isWordChar(code) || code === 46
         : code >= 48 && code <= 57 && !isWordChar(source.charCodeAt(i - 1));
-      j = i + 1;
-      if (skip > 0) blank(i, j);
-      i = j;
+      if (!' \t\r\f\v'.includes(c)) lineStart = false;
+      directive?.push(c);
+      if (hide) out[i] = ' ';
+      i++;
       continue;
     }
+    directive?.push(text);
     inNumber = false;
     i = j;
   }
+  if (directive) conditional(directive.join(''));
   return out.join('');
 }
 
