@@ -506,6 +506,9 @@ __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`
     expect(names(`#define KB 1'024 // don't use /* here\n${k0}\n/* */`)).toEqual(['k0']);
     expect(names(`#define S 1'2'/*'\n${k0}\n`)).toEqual(['k0']); // 1'2, then the character literal '/*'
     expect(names(`#define S R"(" /*)"\n${k0}\n`)).toEqual(['k0']);
+    // Raw strings begin at R, u8R, uR, UR or LR only: a name ending in R before a string is no prefix.
+    expect(names(`const char* a = LR"x(${k0})x"; auto b = u8R"(${k0})";\n`)).toEqual([]);
+    expect(names(`#define LOGR "[r] "\nconst char* a = LOGR"(";\n${k0}\n`)).toEqual(['k0']);
     expect(names(`#define A 1 /* c *\\\n/\n${k0}\n/* */`)).toEqual(['k0']);
     expect(names(`#define A 1 /\\\n/ c /*\n${k0}\n/* */`)).toEqual(['k0']);
     expect(names(`int a; /\\\n* c *\\\r\n/ ${k0}`)).toEqual(['k0']);

@@ -170,7 +170,7 @@ export function stripSource(source: string): string {
       text = source.slice(i, j);
       if (hide || text !== '"C"') blank(i, j);
       lineStart = false;
-    } else if (c === 'R' && source[i + 1] === '"') {
+    } else if (c === 'R' && source[i + 1] === '"' && rawPrefix(source, i)) {
       // A raw string literal R"delim( … )delim".
       const open = source.indexOf('(', i + 2);
       const delim = open < 0 ? '' : source.slice(i + 2, open);
@@ -197,6 +197,14 @@ export function stripSource(source: string): string {
   }
   if (directive) conditional(directive.join(''));
   return out.join('');
+}
+
+/** Whether the `R` at `at` begins a raw string's prefix: alone, or after u8, u, U or L (not `NAMER"…"`). */
+function rawPrefix(source: string, at: number): boolean {
+  let w = at;
+  while (w > 0 && isWordChar(source.charCodeAt(w - 1)) && at - w < 3) w--;
+  const before = source.slice(w, at);
+  return ['', 'u8', 'u', 'U', 'L'].includes(before) && !isWordChar(source.charCodeAt(w - 1));
 }
 
 /** Whether a character code is a letter, digit or `_` (NaN, past either end, is not). */
