@@ -160,7 +160,7 @@ describe('the key', () => {
     expect(keyOf(req('#define S 1\n'))).not.toBe(k2);
   });
 
-  test('the key follows a header reached after a comment, across a line splice, or through %:include', () => {
+  test('the key follows a header reached after a comment (one spanning lines too), across a line splice, or through %:include', () => {
     // Each is an #include to the preprocessor (NVRTC compiles them all: test/kernels-nvrtc.test.ts).
     const inc = path.join(dir, 'inc');
     fs.mkdirSync(inc);
@@ -170,6 +170,8 @@ describe('the key', () => {
       '#inc\\\nlude <a.h>',
       '#\\\r\ninclude "a.h"',
       '%:include <a.h>',
+      '/* a comment\n   over two lines */ #include <a.h>',
+      'typedef int q; /* a\n */ #include "a.h"',
     ];
     const req = (form: string) => request({ source: `${form}\n${SAXPY}`, includePaths: [inc], options: [`-I${inc}`] });
     fs.writeFileSync(path.join(inc, 'a.h'), '#define A 1\n');

@@ -155,7 +155,7 @@ describeNvrtc(`NVRTC compilations (no GPU needed)${suffix}`, () => {
     }
   });
 
-  test('an #include after a comment, across a line splice or as %:include reads the header (the key covers these)', () => {
+  test('an #include after a comment (one spanning lines too, code before it or not), across a line splice or as %:include reads the header (the key covers these)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ck-nvrtc-inc-'));
     try {
       fs.writeFileSync(path.join(dir, 'scale.h'), '#define SCALE 3.0f\n');
@@ -165,6 +165,8 @@ describeNvrtc(`NVRTC compilations (no GPU needed)${suffix}`, () => {
         '# /**/ include <scale.h>',
         '#inc\\\nlude <scale.h>',
         '%:include <scale.h>',
+        '/* a comment\n   over two lines */ #include <scale.h>',
+        'typedef int q; /* a\n */ #include <scale.h>',
       ])
         expect([
           form,

@@ -7,12 +7,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 // Blanks and one-line /* */ comments: the preprocessor sees a comment as a space, so
-// `/* note */ #include <a.h>` includes a.h. (One line only: a comment's end found by backtracking across
-// lines would cost a scan of the rest of the text per line.)
+// `/* note */ #include <a.h>` includes a.h. A directive may also follow the end of a comment that
+// spans lines (and NVRTC takes it so even with code before that comment), so an #include right after
+// any `*/` counts too: a key that holds a header the compiler does not read is only larger.
 const GAP = String.raw`(?:[ \t]|/\*[^*\n]*\*+(?:[^*/\n][^*\n]*\*+)*/)*`;
-// `#` or its digraph `%:`, then include, then <name>, "name" or a macro.
+// At a line's start or after a comment's end: `#` or its digraph `%:`, then include, then <name>,
+// "name" or a macro.
 const INCLUDE = new RegExp(
-  String.raw`^${GAP}(?:#|%:)${GAP}include${GAP}(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))`,
+  String.raw`(?:^|\*/)${GAP}(?:#|%:)${GAP}include${GAP}(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))`,
   'gm',
 );
 
