@@ -20,7 +20,7 @@ import {
 } from '../lib/kernels/cache';
 import { crc64 } from '../lib/kernels/checksum';
 import { CompileError } from '../lib/kernels/compile-error';
-import { sha256 } from '../lib/kernels/includes';
+import { resolveIncludes, sha256 } from '../lib/kernels/includes';
 import { binaryInfo, native } from '../lib/native';
 import { fakeCode, fakeCompiler, type FakeCompilerOptions } from './helpers/fake-compiler';
 
@@ -172,6 +172,10 @@ describe('the key', () => {
       '%:include <a.h>',
       '/* a comment\n   over two lines */ #include <a.h>',
       'typedef int q; /* a\n */ #include "a.h"',
+      '# /* a comment\n over two lines */ include <a.h>',
+      '#include /* a\n */ <a.h>',
+      '\f#\vinclude\f<a.h>',
+      '\ufeff#include <a.h>',
     ];
     const req = (form: string) => request({ source: `${form}\n${SAXPY}`, includePaths: [inc], options: [`-I${inc}`] });
     fs.writeFileSync(path.join(inc, 'a.h'), '#define A 1\n');
@@ -179,6 +183,24 @@ describe('the key', () => {
     fs.writeFileSync(path.join(inc, 'b.tmp'), '#define A 2\n');
     fs.renameSync(path.join(inc, 'b.tmp'), path.join(inc, 'a.h'));
     forms.forEach((f, i) => expect([f, keyOf(req(f))]).not.toEqual([f, before[i]]));
+  });
+
+  test('reading the #includes stays linear on long lines of comments (a comment that spans lines is looked at once)', () => {
+    const ctx = { headers: new Map<string, string>(), searchDirs: [], sourceDir: null };
+    for (const text of [
+      '/**/'.repeat(250_000),
+      '/* */ '.repeat(170_000),
+      'x */' + '/* */'.repeat(200_000),
+      ('/**/'.repeat(2_500) + '\n').repeat(100),
+      '/*\n*/ '.repeat(150_000),
+      '/*'.repeat(500_000),
+    ]) {
+      const t0 = performance.now();
+      const found = resolveIncludes(`${text}\n#include <a.h>\n`, ctx);
+      expect(performance.now() - t0).toBeLessThan(1000);
+      // (After an unclosed comment the compiler reads no #include; the key may hold more than it reads.)
+      expect(found.missing).toEqual(['a.h']);
+    }
   });
 
   test('a header found nowhere is part of the key; an #include through a macro makes it uncacheable', () => {

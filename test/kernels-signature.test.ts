@@ -509,6 +509,10 @@ __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 0; }`
     // Raw strings begin at R, u8R, uR, UR or LR only: a name ending in R before a string is no prefix.
     expect(names(`const char* a = LR"x(${k0})x"; auto b = u8R"(${k0})";\n`)).toEqual([]);
     expect(names(`#define LOGR "[r] "\nconst char* a = LOGR"(";\n${k0}\n`)).toEqual(['k0']);
+    // A splice inside the prefix is joined first; an R inside a number (1.R, 1'R, 1e+R) begins none.
+    expect(names(`auto s = u\\\n8R"x(\n${k0}\n)x";\n`)).toEqual([]);
+    for (const num of ['1.', "1'", '1e+', '0x1p-', '1u8'])
+      expect([num, names(`#define S ${num}R"("\n${k0}\n`)]).toEqual([num, ['k0']]);
     expect(names(`#define A 1 /* c *\\\n/\n${k0}\n/* */`)).toEqual(['k0']);
     expect(names(`#define A 1 /\\\n/ c /*\n${k0}\n/* */`)).toEqual(['k0']);
     expect(names(`int a; /\\\n* c *\\\r\n/ ${k0}`)).toEqual(['k0']);

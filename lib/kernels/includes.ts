@@ -6,17 +6,36 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-// Blanks and one-line /* */ comments: the preprocessor sees a comment as a space, so
-// `/* note */ #include <a.h>` includes a.h. A directive may also follow the end of a comment that
-// spans lines (and NVRTC takes it so even with code before that comment), so an #include right after
-// any `*/` counts too: a key that holds a header the compiler does not read is only larger.
-const GAP = String.raw`(?:[ \t]|/\*[^*\n]*\*+(?:[^*/\n][^*\n]*\*+)*/)*`;
-// At a line's start or after a comment's end: `#` or its digraph `%:`, then include, then <name>,
-// "name" or a macro.
-const INCLUDE = new RegExp(
-  String.raw`(?:^|\*/)${GAP}(?:#|%:)${GAP}include${GAP}(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))`,
-  'gm',
-);
+// Blanks (form feeds and vertical tabs too) and one-line /* */ comments: the preprocessor sees a
+// comment as a space, so `/* note */ #include <a.h>` includes a.h.
+const GAP = String.raw`(?:[ \t\f\v]|/\*[^*\n]*\*+(?:[^*/\n][^*\n]*\*+)*/)*`;
+// `#` or its digraph `%:`, then include, then <name>, "name" or a macro.
+const DIRECTIVE = String.raw`^${GAP}(?:#|%:)${GAP}include${GAP}(?:([<"])([^>"\r\n]+)[>"]|([A-Za-z_]\w*))`;
+const INCLUDE = new RegExp(DIRECTIVE, 'gm');
+// The same on one line of text.
+const LINE_INCLUDE = new RegExp(DIRECTIVE);
+
+/**
+ * The [start, end) of each block comment that spans lines, paired naively (the first `*\/` after each
+ * `/*`, strings and `//` comments not skipped): a real one is never missed, since a `/*` paired early
+ * ends at the same `*\/`, and a false one can only add a match below. Linear: the next newline is
+ * looked up again only once the scan has passed it.
+ */
+function spanningComments(text: string): [number, number][] {
+  const spans: [number, number][] = [];
+  let newline = -1;
+  for (let p = text.indexOf('/*'); p >= 0;) {
+    const e = text.indexOf('*/', p + 2);
+    if (e < 0) break;
+    if (newline < p) {
+      newline = text.indexOf('\n', p);
+      if (newline < 0) newline = text.length;
+    }
+    if (newline < e) spans.push([p, e + 2]);
+    p = text.indexOf('/*', e + 2);
+  }
+  return spans;
+}
 
 /**
  * Whether `text` may hold an #include: it names include, or has a line splice that may cut the word
@@ -37,10 +56,27 @@ function directives(text: string): Directive[] {
   const out: Directive[] = [];
   // Most kernels include nothing: no regex pass for them (a disk-cache hit is timed in microseconds).
   if (!mayInclude(text)) return out;
-  const joined = text.includes('\\') ? text.replace(/\\\r?\n/g, '') : text;
-  for (const m of joined.matchAll(INCLUDE)) {
+  // Splices joined, and a byte-order mark at the start dropped (the directive after it is at a line's start).
+  const unmarked = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const joined = unmarked.includes('\\') ? unmarked.replace(/\\\r?\n/g, '') : unmarked;
+  const add = (m: RegExpMatchArray) => {
     if (m[3] !== undefined) out.push({ quoted: false, name: m[3], computed: true });
     else out.push({ quoted: m[1] === '"', name: m[2].trim(), computed: false });
+  };
+  for (const m of joined.matchAll(INCLUDE)) add(m);
+  // A comment that spans lines is one space to the preprocessor: an #include may start before it and
+  // go on after it (`# /* … ⏎ … */ include <a.h>`), or start right after it, which NVRTC takes as a
+  // directive even with code before the comment. Each line is read at most twice here.
+  if (joined.includes('*/')) {
+    for (const [s, e] of spanningComments(joined)) {
+      const lineStart = joined.lastIndexOf('\n', s) + 1;
+      const lineEnd = joined.indexOf('\n', e);
+      const after = joined.slice(e, lineEnd < 0 ? joined.length : lineEnd);
+      for (const line of [`${joined.slice(lineStart, s)} ${after}`, after]) {
+        const m = LINE_INCLUDE.exec(line);
+        if (m) add(m);
+      }
+    }
   }
   return out;
 }

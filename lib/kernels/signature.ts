@@ -122,6 +122,7 @@ export function stripSource(source: string): string {
   let i = 0;
   let lineStart = true;
   let inNumber = false;
+  let last = ''; // the code character before this one, past splices ('' after a newline, literal or comment)
   while (i < n) {
     const c = source[i];
     const splice = spliceEnd(i);
@@ -136,6 +137,7 @@ export function stripSource(source: string): string {
       directive = null;
       lineStart = true;
       inNumber = false;
+      last = '';
       i++;
       continue;
     }
@@ -163,6 +165,7 @@ export function stripSource(source: string): string {
       // A digit separator: the number goes on.
       if (hide) out[i] = ' ';
       directive?.push(c);
+      last = c;
       i++;
       continue;
     } else if (c === '"' || c === "'") {
@@ -170,7 +173,7 @@ export function stripSource(source: string): string {
       text = source.slice(i, j);
       if (hide || text !== '"C"') blank(i, j);
       lineStart = false;
-    } else if (c === 'R' && source[i + 1] === '"' && rawPrefix(source, i)) {
+    } else if (c === 'R' && source[i + 1] === '"' && !inNumber && rawPrefix(source, i)) {
       // A raw string literal R"delim( … )delim".
       const open = source.indexOf('(', i + 2);
       const delim = open < 0 ? '' : source.slice(i + 2, open);
@@ -182,9 +185,11 @@ export function stripSource(source: string): string {
     } else {
       // A number starts with a digit that does not go on a word, and goes on through word characters and dots.
       const code = source.charCodeAt(i);
+      // (A sign goes on one after an exponent's e, E, p or P: 1e+5.)
       inNumber = inNumber
-        ? isWordChar(code) || code === 46
-        : code >= 48 && code <= 57 && !isWordChar(source.charCodeAt(i - 1));
+        ? isWordChar(code) || code === 46 || ((code === 43 || code === 45) && /[eEpP]/.test(last))
+        : code >= 48 && code <= 57 && !isWordChar(last.charCodeAt(0));
+      last = c;
       if (!' \t\r\f\v'.includes(c)) lineStart = false;
       directive?.push(c);
       if (hide) out[i] = ' ';
@@ -193,23 +198,49 @@ export function stripSource(source: string): string {
     }
     directive?.push(text);
     inNumber = false;
+    last = '';
     i = j;
   }
   if (directive) conditional(directive.join(''));
   return out.join('');
 }
 
-/** Whether the `R` at `at` begins a raw string's prefix: alone, or after u8, u, U or L (not `NAMER"…"`). */
+/**
+ * Whether the `R` at `at` begins a raw string's prefix: alone, or after u8, u, U or L (not `NAMER"…"`),
+ * with splices inside the prefix joined first (`u\⏎8R"(`).
+ */
 function rawPrefix(source: string, at: number): boolean {
-  let w = at;
-  while (w > 0 && isWordChar(source.charCodeAt(w - 1)) && at - w < 3) w--;
-  const before = source.slice(w, at);
-  return ['', 'u8', 'u', 'U', 'L'].includes(before) && !isWordChar(source.charCodeAt(w - 1));
+  let k = at - 1;
+  const overSplices = () => {
+    for (;;) {
+      if (source[k] !== '\n') return;
+      if (source[k - 1] === '\\') k -= 2;
+      else if (source[k - 1] === '\r' && source[k - 2] === '\\') k -= 3;
+      else return;
+    }
+  };
+  overSplices();
+  let before = '';
+  while (k >= 0 && before.length < 3 && isWordChar(source.charCodeAt(k))) {
+    before = source[k] + before;
+    k--;
+    overSplices();
+  }
+  return ['', 'u8', 'u', 'U', 'L'].includes(before) && !isWordChar(source.charCodeAt(k));
 }
 
-/** Whether a character code is a letter, digit or `_` (NaN, past either end, is not). */
+/**
+ * Whether a character code is a letter, digit, `_` or `$` (GCC takes `$` in names as an extension); NaN,
+ * past either end, is not.
+ */
 function isWordChar(code: number): boolean {
-  return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95;
+  return (
+    (code >= 48 && code <= 57) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 97 && code <= 122) ||
+    code === 95 ||
+    code === 36
+  );
 }
 
 const TOKEN = /"C"|[A-Za-z_][A-Za-z0-9_]*|::|\[\[|\]\]|\d[\w.]*|\S/g;
