@@ -65,7 +65,7 @@ export function stripSource(source: string): string {
   // The end of a `//` comment's line (the index of the newline that ends it, or n).
   const lineEnd = (from: number) => {
     let j = from;
-    while (j < n && source[j] !== '\n') j = spliceEnd(j) >= 0 ? spliceEnd(j) : j + 1;
+    while (j < n && source[j] !== '\n') j = Math.max(spliceEnd(j), j + 1);
     return j;
   };
   // Past the `*/` that closes a block comment whose text starts at `from` (or n).
@@ -123,6 +123,7 @@ export function stripSource(source: string): string {
   let lineStart = true;
   let inNumber = false;
   let last = ''; // the code character before this one, past splices ('' after a newline, literal or comment)
+  let word = ''; // the name or number characters just before this one, past splices (3 at most: enough for u8)
   while (i < n) {
     const c = source[i];
     const splice = spliceEnd(i);
@@ -137,7 +138,7 @@ export function stripSource(source: string): string {
       directive = null;
       lineStart = true;
       inNumber = false;
-      last = '';
+      last = word = '';
       i++;
       continue;
     }
@@ -166,6 +167,7 @@ export function stripSource(source: string): string {
       if (hide) out[i] = ' ';
       directive?.push(c);
       last = c;
+      word = '';
       i++;
       continue;
     } else if (c === '"' || c === "'") {
@@ -173,8 +175,8 @@ export function stripSource(source: string): string {
       text = source.slice(i, j);
       if (hide || text !== '"C"') blank(i, j);
       lineStart = false;
-    } else if (c === 'R' && source[i + 1] === '"' && !inNumber && rawPrefix(source, i)) {
-      // A raw string literal R"delim( … )delim".
+    } else if (c === 'R' && source[i + 1] === '"' && !inNumber && RAW_PREFIXES.has(word)) {
+      // A raw string literal R"delim( … )delim", alone or after u8, u, U or L (not `NAMER"…"`).
       const open = source.indexOf('(', i + 2);
       const delim = open < 0 ? '' : source.slice(i + 2, open);
       const end = open < 0 ? -1 : source.indexOf(`)${delim}"`, open + 1);
@@ -190,6 +192,7 @@ export function stripSource(source: string): string {
         ? isWordChar(code) || code === 46 || ((code === 43 || code === 45) && /[eEpP]/.test(last))
         : code >= 48 && code <= 57 && !isWordChar(last.charCodeAt(0));
       last = c;
+      word = !isWordChar(code) ? '' : word.length < 3 ? word + c : word;
       if (!' \t\r\f\v'.includes(c)) lineStart = false;
       directive?.push(c);
       if (hide) out[i] = ' ';
@@ -198,36 +201,15 @@ export function stripSource(source: string): string {
     }
     directive?.push(text);
     inNumber = false;
-    last = '';
+    last = word = '';
     i = j;
   }
   if (directive) conditional(directive.join(''));
   return out.join('');
 }
 
-/**
- * Whether the `R` at `at` begins a raw string's prefix: alone, or after u8, u, U or L (not `NAMER"…"`),
- * with splices inside the prefix joined first (`u\⏎8R"(`).
- */
-function rawPrefix(source: string, at: number): boolean {
-  let k = at - 1;
-  const overSplices = () => {
-    for (;;) {
-      if (source[k] !== '\n') return;
-      if (source[k - 1] === '\\') k -= 2;
-      else if (source[k - 1] === '\r' && source[k - 2] === '\\') k -= 3;
-      else return;
-    }
-  };
-  overSplices();
-  let before = '';
-  while (k >= 0 && before.length < 3 && isWordChar(source.charCodeAt(k))) {
-    before = source[k] + before;
-    k--;
-    overSplices();
-  }
-  return ['', 'u8', 'u', 'U', 'L'].includes(before) && !isWordChar(source.charCodeAt(k));
-}
+/** What may stand before the `R` of a raw string literal. */
+const RAW_PREFIXES = new Set(['', 'u8', 'u', 'U', 'L']);
 
 /**
  * Whether a character code is a letter, digit, `_` or `$` (GCC takes `$` in names as an extension); NaN,
