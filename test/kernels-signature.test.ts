@@ -172,6 +172,10 @@ describe('pointees: a typed array where the dtype is known, any array only where
       ['using real = float;\n', []],
       ['#include "cfg.h"\n', [['cfg.h', '#ifndef real\r\n#define real float\r\n#endif\r\n']]],
       ['namespace detail { typedef float real; }\n', []],
+      // Directives as the compiler finds them: after a comment, across a splice, as %:.
+      ['/* the type */ #define real float\n', []],
+      ['#def\\\nine real float\n', []],
+      ['%:define real float\n', []],
     ];
     for (const [src, headers] of own)
       expect([src, dtypeOf(src, 'real* x', [['real', 'double']], headers)]).toEqual([src, null]);

@@ -280,7 +280,7 @@ export class Module {
  * their results, and the cache key covers this package only through its version, which a checkout
  * under development does not change.
  */
-const STORED_KERNELS_VERSION = 4;
+const STORED_KERNELS_VERSION = 5;
 
 /** What a cache entry keeps of its source (CompileRequest.describe): its kernels and parameter lists. */
 export interface StoredKernels {

@@ -41,9 +41,10 @@ export interface KernelDeclaration {
  * Read as NVRTC reads it: backslash-newline splices (also before CRLF) join lines everywhere, in
  * comments, literals and directives too; a directive's `#` (or `%:`) may follow blanks and block
  * comments, and any code before a block comment that spans lines; a `'` inside a number (`1'024`)
- * is a digit separator.
+ * is a digit separator. `onDirective` is given the text of every preprocessor line (splices joined,
+ * comments as spaces), those of the groups left out too.
  */
-export function stripSource(source: string): string {
+export function stripSource(source: string, onDirective?: (text: string) => void): string {
   const out = source.split('');
   const n = source.length;
   const blank = (from: number, to: number) => {
@@ -91,6 +92,7 @@ export function stripSource(source: string): string {
   let untilEndif = false;
   const live: boolean[] = [];
   const conditional = (text: string) => {
+    onDirective?.(text);
     const m = /^\s*#\s*([A-Za-z_]\w*)/.exec(text);
     if (m === null) return;
     const word = m[1];
@@ -424,7 +426,8 @@ function paramTypesKey(paramsText: string): string {
 /**
  * What the compile options tell about type names (see {@link TypeContext}): each of `defines` (the
  * -D macros) that neither `source` nor its string headers give a meaning of their own. A name that a
- * preprocessor line mentions (a `#define`, `#undef`, `#ifdef` of it) or that ends a declaration
+ * preprocessor line mentions (a `#define`, `#undef`, `#ifdef` of it; the lines as stripSource finds
+ * them, after a comment or across a splice too) or that ends a declaration
  * (`typedef … NAME;`, `using NAME = …`) is left out, as is anything the sources define themselves:
  * their `#if` branches and scopes are the compiler's to read, and a light scan that guesses them can
  * hand a launch the wrong dtype (an unresolved pointee takes any array instead). Linear in the text.
@@ -438,10 +441,11 @@ export function typeContext(
   if (defines.length === 0) return { aliases };
   const touched = new Set<string>();
   for (const text of [source, ...headers.map(([, h]) => h)]) {
-    for (const line of text.split(/\r?\n/)) {
-      if (/^\s*(?:#|%:)/.test(line)) for (const w of line.match(/[A-Za-z_]\w*/g) ?? []) touched.add(w);
-    }
-    const ts = tokens(stripSource(text));
+    const ts = tokens(
+      stripSource(text, (directive) => {
+        for (const w of directive.match(/[A-Za-z_]\w*/g) ?? []) touched.add(w);
+      }),
+    );
     // `using NAME = …`, and the last word before `;`, `,` or `[` (a typedef's or a variable's name).
     for (let i = 0; i + 1 < ts.length; i++) {
       const next = ts[i + 1].text;
